@@ -1,0 +1,3 @@
+export default function ChatPage() {
+  return <div>Chat</div>
+}

@@ -1,0 +1,92 @@
+/**
+ * @module Typed fetch helpers for the coordinator's non-record actions (spec §7).
+ * Each call carries the signed-in user's token; failures throw ApiError with the server's
+ * PocketBase-shaped message, or 'HTTP {status}: {statusText}' when the body has none.
+ */
+import { ApiError } from './api-error.ts'
+import { pb } from './pb.ts'
+
+export interface SendChatInput {
+  conversation_id: string
+  model_id: string
+  prompt: string
+  temperature: number
+}
+
+export interface SendChatResult {
+  request_id: string
+  status: 'queued'
+  position: number
+}
+
+export interface RetryResult {
+  status: string
+  message: string
+}
+
+export interface HealthResult {
+  status: string
+  services: { database: boolean; redis: boolean }
+}
+
+export interface ApproveUserInfo {
+  id: string
+  email: string
+  name: string
+  credits: number
+}
+
+async function call<T>(method: 'GET' | 'POST', path: string, body?: unknown): Promise<T> {
+  const headers: Record<string, string> = { Accept: 'application/json' }
+  if (body !== undefined) headers['Content-Type'] = 'application/json'
+  if (pb.authStore.token) headers.Authorization = `Bearer ${pb.authStore.token}`
+  const res = await fetch(new URL(path, pb.baseURL).toString(), {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+  })
+  const text = await res.text()
+  let json: unknown = undefined
+  try {
+    json = text ? JSON.parse(text) : undefined
+  } catch {
+    // A non-JSON body (proxy error page) falls through to the generic message below.
+  }
+  if (!res.ok) {
+    const shaped = json as { message?: unknown; data?: unknown } | undefined
+    const message =
+      shaped && typeof shaped.message === 'string' && shaped.message
+        ? shaped.message
+        : `HTTP ${res.status}: ${res.statusText}`
+    const data = shaped && typeof shaped.data === 'object' && shaped.data ? shaped.data : {}
+    throw new ApiError(res.status, message, data as Record<string, unknown>)
+  }
+  return json as T
+}
+
+/** Validates locally (spec §5) and queues a chat message. */
+export function sendChat(input: SendChatInput): Promise<SendChatResult> {
+  if (!input.conversation_id) return Promise.reject(new ApiError(400, 'Conversation ID is required'))
+  if (!input.model_id) return Promise.reject(new ApiError(400, 'Model ID is required'))
+  return call<SendChatResult>('POST', '/api/chat/send', input)
+}
+
+export function retryRequest(requestId: string): Promise<RetryResult> {
+  return call<RetryResult>('POST', '/api/requests/retry', { request_id: requestId })
+}
+
+export function approveNode(stateToken: string, userInfo: ApproveUserInfo): Promise<unknown> {
+  return call('POST', '/api/auth/complete-flow', { state_token: stateToken, user_info: userInfo })
+}
+
+export function denyNode(stateToken: string): Promise<unknown> {
+  return call('POST', '/api/auth/complete-flow', {
+    state_token: stateToken,
+    status: 'failed',
+    error: 'User denied authorization',
+  })
+}
+
+export function getHealth(): Promise<HealthResult> {
+  return call<HealthResult>('GET', '/api/system/health')
+}

@@ -1,0 +1,52 @@
+/** @module Display formatting the spec pins (§2, §5, §9). */
+
+const DAY_MS = 1000 * 60 * 60 * 24
+
+/**
+ * Sidebar date: 'Today' (within 1 day), 'Yesterday' (2), 'N days ago' up to 7, else a local date.
+ * Days are counted as ceil(|now - date| / 24 h), as in the product spec.
+ */
+export function formatRelativeDate(value: string | Date, now: Date = new Date()): string {
+  const date = typeof value === 'string' ? parseRecordDate(value) : value
+  if (Number.isNaN(date.getTime())) return ''
+  const diffDays = Math.ceil(Math.abs(now.getTime() - date.getTime()) / DAY_MS)
+  if (diffDays <= 1) return 'Today'
+  if (diffDays === 2) return 'Yesterday'
+  if (diffDays <= 7) return `${diffDays} days ago`
+  return date.toLocaleDateString()
+}
+
+/** Parses PocketBase's 'YYYY-MM-DD HH:MM:SS.sssZ' (space separator) as well as ISO strings. */
+export function parseRecordDate(value: string): Date {
+  return new Date(value.includes('T') ? value : value.replace(' ', 'T'))
+}
+
+/** Each word capitalised, the rest lowercased (header title rename, spec §5). */
+export function toTitleCase(text: string): string {
+  return text.replace(/\S+/g, (word) => word.charAt(0).toUpperCase() + word.slice(1).toLowerCase())
+}
+
+/** Input token estimate: one token per 4 characters, rounded down. */
+export function estimateTokens(prompt: string): number {
+  return Math.floor(prompt.length / 4)
+}
+
+/** Model size: bytes / 1024³ with one decimal, e.g. '4.1 GB'. */
+export function formatGigabytes(bytes: number): string {
+  return `${(bytes / 1024 ** 3).toFixed(1)} GB`
+}
+
+/** Tokens per second with one decimal, e.g. '12.5 tok/s'. */
+export function formatTokensPerSecond(value: number): string {
+  return `${(Number.isFinite(value) ? value : 0).toFixed(1)} tok/s`
+}
+
+/** Reputation with one decimal. */
+export function formatReputation(value: number | null | undefined): string {
+  return (value ?? 0).toFixed(1)
+}
+
+/** Locale number formatting used for counts and balances. */
+export function formatNumber(value: number | null | undefined, maxFractionDigits = 0): string {
+  return (value ?? 0).toLocaleString(undefined, { maximumFractionDigits: maxFractionDigits })
+}
