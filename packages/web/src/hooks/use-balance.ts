@@ -1,0 +1,41 @@
+import { useQuery } from '@tanstack/react-query'
+import { useAuth } from '../context/auth-context.tsx'
+import { pb } from '../lib/pb.ts'
+
+export interface Balance {
+  balance: number
+  total_earned: number
+  total_spent: number
+}
+
+export class NotAuthenticatedError extends Error {
+  constructor() {
+    super('User not authenticated')
+    this.name = 'NotAuthenticatedError'
+  }
+}
+
+/** Reads the signed-in user's balance record (zeros when none exists). */
+export async function fetchBalance(userId: string | undefined): Promise<Balance> {
+  if (!userId) throw new NotAuthenticatedError()
+  const list = await pb.collection('user_balances').getList<Balance>(1, 1, {
+    filter: pb.filter('user = {:user}', { user: userId }),
+  })
+  const record = list.items[0]
+  return {
+    balance: record?.balance ?? 0,
+    total_earned: record?.total_earned ?? 0,
+    total_spent: record?.total_spent ?? 0,
+  }
+}
+
+/** The balance, refreshed every 10 s while signed in (spec §7). */
+export function useBalance() {
+  const { user } = useAuth()
+  return useQuery({
+    queryKey: ['user_balances', user?.id ?? ''],
+    enabled: !!user,
+    refetchInterval: 10_000,
+    queryFn: () => fetchBalance(user?.id),
+  })
+}
