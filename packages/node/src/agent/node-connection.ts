@@ -1,0 +1,138 @@
+/**
+ * @module node-connection
+ * The node's one outbound WebSocket to the coordinator, reconnecting with exponential backoff and
+ * full jitter. Frames are validated with the protocol's zod schemas in both directions.
+ */
+import WebSocket from 'ws'
+import {
+  NODE_WS_PATH,
+  serverToNodeFrameSchema,
+  type NodeToServerFrame,
+  type ServerToNodeFrame,
+} from '@meshwork/protocol'
+
+export interface NodeConnectionOptions {
+  /** Coordinator base URL (http/https); the socket goes to ws(s)://host/api/nodes/ws. */
+  server: string
+  authorization: string
+  onOpen: () => void
+  onFrame: (frame: ServerToNodeFrame) => void
+  onClose: (info: { code: number; reason: string; reconnectInMs: number | null }) => void
+  /** The coordinator refused the credential (HTTP 401/403 on upgrade); no reconnect follows. */
+  onUnauthorized: (status: number) => void
+  /** A frame that is not valid JSON or not a known frame; it is dropped. */
+  onInvalidFrame: (error: Error) => void
+  initialBackoffMs?: number
+  maxBackoffMs?: number
+  random?: () => number
+}
+
+/** A frame from the coordinator failed validation. */
+export class InvalidFrameError extends Error {
+  override name = 'InvalidFrameError'
+}
+
+/** `ws(s)://host/api/nodes/ws` for a coordinator base URL. */
+export function nodeSocketUrl(server: string): string {
+  const url = new URL(NODE_WS_PATH, server)
+  url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:'
+  return url.toString()
+}
+
+export class NodeConnection {
+  readonly #o: NodeConnectionOptions
+  #ws: WebSocket | null = null
+  #attempt = 0
+  #timer: NodeJS.Timeout | null = null
+  #stopped = false
+
+  constructor(options: NodeConnectionOptions) {
+    this.#o = options
+  }
+
+  get connected(): boolean {
+    return this.#ws?.readyState === WebSocket.OPEN
+  }
+
+  start(): void {
+    this.#connect()
+  }
+
+  /** Sends a frame when connected; false when the socket is not open (the frame is dropped). */
+  send(frame: NodeToServerFrame): boolean {
+    if (!this.#ws || this.#ws.readyState !== WebSocket.OPEN) return false
+    this.#ws.send(JSON.stringify(frame))
+    return true
+  }
+
+  /** Closes the socket for good. */
+  async stop(): Promise<void> {
+    this.#stopped = true
+    if (this.#timer) clearTimeout(this.#timer)
+    const ws = this.#ws
+    if (!ws || ws.readyState === WebSocket.CLOSED) return
+    await new Promise<void>((resolve) => {
+      ws.once('close', () => resolve())
+      if (ws.readyState === WebSocket.CONNECTING) ws.terminate()
+      else ws.close(1000, 'node stopping')
+      setTimeout(() => (ws.terminate(), resolve()), 2000).unref()
+    })
+  }
+
+  #connect(): void {
+    if (this.#stopped) return
+    const ws = new WebSocket(nodeSocketUrl(this.#o.server), {
+      headers: { authorization: this.#o.authorization },
+      handshakeTimeout: 10_000,
+    })
+    this.#ws = ws
+    let refused = false
+    ws.on('open', () => {
+      this.#attempt = 0
+      this.#o.onOpen()
+    })
+    ws.on('message', (data, isBinary) => {
+      if (isBinary) return this.#o.onInvalidFrame(new InvalidFrameError('Binary frame'))
+      let parsed: unknown
+      try {
+        parsed = JSON.parse(String(data))
+      } catch (err) {
+        return this.#o.onInvalidFrame(new InvalidFrameError('Frame is not JSON', { cause: err }))
+      }
+      const frame = serverToNodeFrameSchema.safeParse(parsed)
+      if (!frame.success) {
+        return this.#o.onInvalidFrame(
+          new InvalidFrameError(`Unknown or malformed frame: ${frame.error.message}`),
+        )
+      }
+      this.#o.onFrame(frame.data)
+    })
+    ws.on('unexpected-response', (_req, res) => {
+      const status = res.statusCode ?? 0
+      res.resume()
+      if (status === 401 || status === 403) {
+        refused = true
+        this.#stopped = true
+        this.#o.onUnauthorized(status)
+      }
+      ws.terminate()
+    })
+    // Connection errors are followed by 'close', where the reconnect is scheduled.
+    ws.on('error', () => {})
+    ws.on('close', (code, reason) => {
+      if (this.#ws === ws) this.#ws = null
+      const delay = this.#stopped || refused ? null : this.#nextDelay()
+      this.#o.onClose({ code, reason: reason.toString(), reconnectInMs: delay })
+      if (delay !== null) this.#timer = setTimeout(() => this.#connect(), delay)
+    })
+  }
+
+  #nextDelay(): number {
+    const initial = this.#o.initialBackoffMs ?? 500
+    const max = this.#o.maxBackoffMs ?? 10_000
+    const ceiling = Math.min(max, initial * 2 ** this.#attempt)
+    this.#attempt++
+    // Full jitter: a coordinator restart does not get every node back in the same millisecond.
+    return Math.round(ceiling / 2 + (ceiling / 2) * (this.#o.random ?? Math.random)())
+  }
+}

@@ -1,0 +1,260 @@
+/**
+ * @module llama-engine
+ * Embedded llama.cpp through node-llama-cpp (prebuilt binaries only, never a local build).
+ */
+import { stat } from 'node:fs/promises'
+import {
+  getLlama,
+  LlamaChat,
+  LlamaCompletion,
+  LlamaLogLevel,
+  resolveChatWrapper,
+  type ChatHistoryItem,
+  type Llama,
+  type LlamaContextSequence,
+  type LlamaModel,
+} from 'node-llama-cpp'
+import type { ChatMessage, Sampling } from '@meshwork/protocol'
+import { chooseThreads } from './choose-threads.ts'
+import {
+  GenerationAbortedError,
+  GenerationError,
+  ModelLoadError,
+  type EngineModelRef,
+  type GenerationOptions,
+  type GenerationRequest,
+  type GenerationResult,
+  type InferenceEngine,
+  type LoadedModel,
+} from './inference-engine.ts'
+import { PLAIN_TRANSCRIPT_STOP, plainTranscript } from './plain-transcript.ts'
+import { SequencePool } from './sequence-pool.ts'
+
+export interface LlamaEngineOptions {
+  /** 'auto' uses CUDA/Metal/Vulkan when a prebuilt binary and device exist; false forces CPU. */
+  gpu?: 'auto' | false
+  /** Threads per model; 'auto' (default) follows `chooseThreads`. */
+  threads?: number | 'auto'
+  /** Jobs one loaded model runs at once (one context sequence each). */
+  parallel?: number
+  /** Upper bound for a model's context window (the protocol's context_length cap). */
+  maxContextLength?: number
+  /** 'auto': the model's chat template when it has one, else the plain transcript. */
+  promptFormat?: 'auto' | 'chat-template' | 'plain'
+}
+
+/** Resolved settings of one loaded model, for tests and status displays. */
+export interface LlamaModelSettings {
+  threads: number
+  contextSize: number
+  promptFormat: 'chat-template' | 'plain'
+}
+
+export interface LlamaLoadedModel extends LoadedModel {
+  readonly settings: LlamaModelSettings
+}
+
+/** The embedded engine; its loaded models also tell their resolved settings. */
+export interface LlamaEngine extends InferenceEngine {
+  load(model: EngineModelRef, signal?: AbortSignal): Promise<LlamaLoadedModel>
+}
+
+/** Creates the engine; the native library loads lazily on the first `load`. */
+export function createLlamaEngine(options: LlamaEngineOptions = {}): LlamaEngine {
+  let llamaPromise: Promise<Llama> | undefined
+  const loaded = new Set<LlamaLoadedModel>()
+  const llama = () =>
+    (llamaPromise ??= getLlama({
+      build: 'never',
+      gpu: options.gpu === false ? false : 'auto',
+      logLevel: LlamaLogLevel.error,
+      // Library code never prints: llama.cpp's own log lines are dropped.
+      logger: () => {},
+    }))
+
+  return {
+    info: { kind: 'llama.cpp', version: null },
+    needsModelFile: true,
+    async load(ref, signal) {
+      if (!ref.path) throw new ModelLoadError(`Model ${ref.name} has no local file`)
+      try {
+        const m = await loadLlamaModel(await llama(), ref, options, signal)
+        loaded.add(m)
+        return { ...m, unload: async () => (loaded.delete(m), m.unload()) }
+      } catch (err) {
+        throw new ModelLoadError(`Failed to load ${ref.name}: ${errorText(err)}`, { cause: err })
+      }
+    },
+    async describeGpu() {
+      const l = await llama()
+      if (l.gpu === false) return null
+      const names = await l.getGpuDeviceNames().catch(() => [])
+      return names.length > 0 ? `${l.gpu}: ${names.join(', ')}` : String(l.gpu)
+    },
+    async dispose() {
+      await Promise.all([...loaded].map((m) => m.unload()))
+      loaded.clear()
+      if (llamaPromise) await (await llamaPromise).dispose()
+    },
+  }
+}
+
+async function loadLlamaModel(
+  llama: Llama,
+  ref: EngineModelRef,
+  options: LlamaEngineOptions,
+  signal?: AbortSignal,
+): Promise<LlamaLoadedModel> {
+  const { size } = await stat(ref.path!)
+  const model = await llama.loadModel({ modelPath: ref.path!, loadSignal: signal })
+  const hasTemplate = typeof model.fileInfo.metadata.tokenizer?.chat_template === 'string'
+  const format = options.promptFormat ?? 'auto'
+  const settings: LlamaModelSettings = {
+    threads: chooseThreads({
+      requested: options.threads,
+      modelBytes: size,
+      mathCores: llama.cpuMathCores,
+    }),
+    contextSize: Math.min(model.trainContextSize, options.maxContextLength ?? 8000),
+    promptFormat: format === 'auto' ? (hasTemplate ? 'chat-template' : 'plain') : format,
+  }
+  const parallel = Math.max(1, options.parallel ?? 1)
+  const context = await model
+    .createContext({
+      contextSize: settings.contextSize,
+      threads: settings.threads,
+      sequences: parallel,
+      createSignal: signal,
+    })
+    .catch(async (err: unknown) => {
+      await model.dispose()
+      throw err
+    })
+  const sequences = Array.from({ length: parallel }, () => context.getSequence())
+  const pool = new SequencePool(sequences)
+
+  return {
+    ref,
+    settings,
+    async generate(request, genOptions) {
+      const sequence = await pool.acquire(genOptions.signal).catch((err: unknown) => {
+        throw new GenerationAbortedError({ cause: err })
+      })
+      try {
+        await sequence.clearHistory()
+        return settings.promptFormat === 'plain'
+          ? await generatePlain(model, sequence, request, genOptions)
+          : await generateChat(model, sequence, request, genOptions)
+      } catch (err) {
+        if (genOptions.signal?.aborted) throw new GenerationAbortedError({ cause: err })
+        if (err instanceof GenerationError) throw err
+        throw new GenerationError(`Generation failed: ${errorText(err)}`, { cause: err })
+      } finally {
+        pool.release(sequence)
+      }
+    },
+    async unload() {
+      await context.dispose()
+      await model.dispose()
+    },
+  }
+}
+
+/** Plain transcript through LlamaCompletion; oldest turns are dropped to fit the window. */
+async function generatePlain(
+  model: LlamaModel,
+  sequence: LlamaContextSequence,
+  { messages, sampling }: GenerationRequest,
+  { signal, onText }: GenerationOptions,
+): Promise<GenerationResult> {
+  const window = Math.min(sequence.contextSize, sampling.context_length)
+  // Keep room for at least a short answer even when the prompt is long.
+  const answerRoom = Math.min(sampling.max_tokens, Math.floor(window / 2))
+  let kept = messages
+  let tokens = model.tokenize(plainTranscript(kept))
+  while (tokens.length + answerRoom > window && kept.length > 1) {
+    const dropAt = kept[0].role === 'system' && kept.length > 2 ? 1 : 0
+    kept = kept.filter((_, i) => i !== dropAt)
+    tokens = model.tokenize(plainTranscript(kept))
+  }
+  if (tokens.length + answerRoom > window)
+    tokens = tokens.slice(tokens.length - (window - answerRoom))
+  const maxTokens = Math.max(1, Math.min(sampling.max_tokens, window - tokens.length - 1))
+  let tokensOutput = 0
+  const completion = new LlamaCompletion({ contextSequence: sequence })
+  const res = await completion.generateCompletionWithMeta(tokens, {
+    ...samplingOptions(sampling),
+    maxTokens,
+    signal,
+    customStopTriggers: [PLAIN_TRANSCRIPT_STOP],
+    trimWhitespaceSuffix: true,
+    onToken: (t) => (tokensOutput += t.length),
+    onTextChunk: onText,
+  })
+  return {
+    tokensInput: tokens.length,
+    tokensOutput,
+    stopReason: res.metadata.stopReason === 'maxTokens' ? 'length' : 'stop',
+  }
+}
+
+/** The model's own chat template through LlamaChat (it shifts context itself when needed). */
+async function generateChat(
+  model: LlamaModel,
+  sequence: LlamaContextSequence,
+  { messages, sampling }: GenerationRequest,
+  { signal, onText }: GenerationOptions,
+): Promise<GenerationResult> {
+  const chat = new LlamaChat({
+    contextSequence: sequence,
+    chatWrapper: resolveChatWrapper(model),
+  })
+  const before = sequence.tokenMeter.getState()
+  let tokensOutput = 0
+  const res = await chat.generateResponse(toChatHistory(messages), {
+    ...samplingOptions(sampling),
+    maxTokens: Math.min(
+      sampling.max_tokens,
+      Math.min(sequence.contextSize, sampling.context_length),
+    ),
+    signal,
+    onToken: (t) => (tokensOutput += t.length),
+    onTextChunk: onText,
+  })
+  const used = sequence.tokenMeter.usedInputTokens - before.usedInputTokens
+  return {
+    tokensInput: Math.max(0, used - tokensOutput),
+    tokensOutput,
+    stopReason: res.metadata.stopReason === 'maxTokens' ? 'length' : 'stop',
+  }
+}
+
+function toChatHistory(messages: ChatMessage[]): ChatHistoryItem[] {
+  const history: ChatHistoryItem[] = messages.map((m) =>
+    m.role === 'system'
+      ? { type: 'system', text: m.content }
+      : m.role === 'user'
+        ? { type: 'user', text: m.content }
+        : { type: 'model', response: [m.content] },
+  )
+  // An empty model turn at the end is the one LlamaChat completes.
+  history.push({ type: 'model', response: [] })
+  return history
+}
+
+function samplingOptions(s: Sampling) {
+  return {
+    temperature: s.temperature,
+    topP: s.top_p,
+    topK: s.top_k,
+    repeatPenalty: {
+      penalty: s.repeat_penalty,
+      frequencyPenalty: s.frequency_penalty || undefined,
+      presencePenalty: s.presence_penalty || undefined,
+    },
+  }
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err)
+}
