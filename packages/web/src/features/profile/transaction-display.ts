@@ -1,0 +1,70 @@
+/** @module How a credit transaction is shown (spec §9): label, description, sign and colour. */
+
+export interface TransactionRecord {
+  id: string
+  user: string
+  type: string
+  amount: number
+  request?: string
+  created: string
+  expand?: {
+    request?: {
+      id: string
+      model?: string
+      expand?: { model?: { name?: string; display_name?: string } }
+    }
+  }
+}
+
+const LABELS: Record<string, string> = {
+  credit_admin: 'Admin Credit',
+  debit_admin: 'Admin Debit',
+  credit_inference_request: 'Inference Credit',
+  debit_inference_request: 'Inference Debit',
+}
+
+/** The type label, or the raw type for kinds the interface does not name. */
+export function transactionLabel(type: string): string {
+  return LABELS[type] ?? type
+}
+
+/** Credits add to the balance; every other kind takes away. */
+export function isCredit(type: string): boolean {
+  return type.startsWith('credit')
+}
+
+function modelName(tx: TransactionRecord): string {
+  const model = tx.expand?.request?.expand?.model
+  return model?.display_name || model?.name || ''
+}
+
+/** The description column: fixed text per type, plus the model for inference entries. */
+export function transactionDescription(tx: TransactionRecord): string {
+  const withModel = (text: string) => {
+    const model = modelName(tx)
+    return model ? `${text} (${model})` : text
+  }
+  switch (tx.type) {
+    case 'credit_admin':
+      return 'Initial credits or admin credit'
+    case 'debit_admin':
+      return 'Admin debit'
+    case 'credit_inference_request':
+      return withModel('Earned from processing inference request')
+    case 'debit_inference_request':
+      return withModel('Spent on inference request')
+    default:
+      return ''
+  }
+}
+
+/** '+N' for credits, '-N' for debits, locale formatted. */
+export function formatAmount(tx: Pick<TransactionRecord, 'type' | 'amount'>): string {
+  const value = Math.abs(tx.amount).toLocaleString(undefined, { maximumFractionDigits: 2 })
+  return `${isCredit(tx.type) ? '+' : '-'}${value}`
+}
+
+/** Tailwind colour classes: credits green, debits red. */
+export function amountClass(type: string): string {
+  return isCredit(type) ? 'text-emerald-600 dark:text-emerald-400' : 'text-red-600 dark:text-red-400'
+}
