@@ -1,0 +1,103 @@
+/**
+ * @module link-device
+ * The device-link flow, node side: start a flow, hand out the approve URL, then long-poll
+ * `wait-flow` until the owner approves or denies or the flow expires.
+ */
+import {
+  startFlowResponseSchema,
+  waitFlowResponseSchema,
+  type StartFlowResponse,
+} from '@meshwork/protocol'
+
+export interface LinkDeviceOptions {
+  server: string
+  deviceName: string
+  /** Called once with the URL the owner opens to approve this node. */
+  onApproveUrl: (url: string, flow: StartFlowResponse) => void
+  signal?: AbortSignal
+  /** Pause before asking again after a network error. */
+  retryDelayMs?: number
+  now?: () => number
+}
+
+export interface LinkedDevice {
+  nodeId: string
+  credential: string
+}
+
+/** The owner denied the link. */
+export class LinkDeniedError extends Error {
+  override name = 'LinkDeniedError'
+}
+
+/** The flow expired or the coordinator no longer knows it. */
+export class LinkExpiredError extends Error {
+  override name = 'LinkExpiredError'
+}
+
+/** The coordinator could not start a flow (unreachable, or an error answer). */
+export class LinkStartError extends Error {
+  override name = 'LinkStartError'
+}
+
+/** Runs the whole flow; resolves with the node's id and credential. */
+export async function linkDevice(options: LinkDeviceOptions): Promise<LinkedDevice> {
+  const { server, signal } = options
+  const post = (path: string, body: unknown) =>
+    fetch(new URL(path, server), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+      signal,
+    })
+
+  let flow: StartFlowResponse
+  try {
+    const res = await post('/api/auth/start-flow', { device_name: options.deviceName })
+    if (!res.ok) throw new LinkStartError(await errorMessage(res))
+    flow = startFlowResponseSchema.parse(await res.json())
+  } catch (err) {
+    if (err instanceof LinkStartError || signal?.aborted) throw err
+    throw new LinkStartError(`Could not start the device link with ${server}`, { cause: err })
+  }
+  options.onApproveUrl(flow.approve_url, flow)
+
+  const now = options.now ?? Date.now
+  const expiresAt = Date.parse(flow.expires_at)
+  const body = { state_token: flow.state_token, device_secret: flow.device_secret }
+  for (;;) {
+    let res: Response
+    try {
+      res = await post('/api/auth/wait-flow', body)
+    } catch (err) {
+      if (signal?.aborted) throw err
+      // A dropped long poll is normal (proxies, restarts): ask again until the flow expires.
+      if (Number.isFinite(expiresAt) && now() > expiresAt) {
+        throw new LinkExpiredError('The authorization request expired', { cause: err })
+      }
+      await new Promise((r) => setTimeout(r, options.retryDelayMs ?? 1000))
+      continue
+    }
+    if (!res.ok) {
+      const message = await errorMessage(res)
+      if (/denied/i.test(message)) throw new LinkDeniedError(message)
+      if (res.status >= 500) {
+        await new Promise((r) => setTimeout(r, options.retryDelayMs ?? 1000))
+        continue
+      }
+      throw new LinkExpiredError(message || 'The authorization request expired')
+    }
+    const answer = waitFlowResponseSchema.parse(await res.json())
+    if (answer.status === 'approved') {
+      return { nodeId: answer.node_id, credential: answer.credential }
+    }
+  }
+}
+
+/** The PocketBase-shaped error's `message`, or the HTTP status when there is none. */
+async function errorMessage(res: Response): Promise<string> {
+  const body = (await res.json().catch(() => null)) as { message?: unknown } | null
+  return typeof body?.message === 'string' && body.message
+    ? body.message
+    : `The server answered HTTP ${res.status}`
+}

@@ -1,0 +1,94 @@
+/**
+ * @module start-command
+ * `meshwork-node start`: connect with the stored credential and serve until interrupted.
+ */
+import type { CommandModule } from 'yargs'
+import { MissingCredentialsError, readCredentials } from '../../auth/credentials-store.ts'
+import { startAgent } from '../../agent/start-agent.ts'
+import { resolveNodeHome } from '../../node-home.ts'
+import { printAgentEvents } from '../utils/print-agent-events.ts'
+
+interface StartArgs {
+  server?: string
+  'max-jobs': number
+  threads: number | 'auto'
+  gpu: boolean
+  upstream?: string
+  'upstream-model'?: string
+}
+
+export const startCommand: CommandModule<object, StartArgs> = {
+  command: 'start',
+  describe: 'Connect to the coordinator and serve models until interrupted',
+  builder: (y) =>
+    y
+      .option('server', {
+        type: 'string',
+        describe: 'Coordinator URL (default: the one logged in to)',
+      })
+      .option('max-jobs', { type: 'number', default: 1, describe: 'Jobs run at the same time' })
+      .option('threads', {
+        type: 'string',
+        default: 'auto',
+        describe: "llama.cpp threads per model, or 'auto' (1 for small models)",
+        coerce: (v: string): number | 'auto' => {
+          if (v === 'auto') return v
+          const n = Number(v)
+          if (!Number.isInteger(n) || n < 1)
+            throw new Error(`--threads must be 'auto' or a positive integer`)
+          return n
+        },
+      })
+      .option('gpu', {
+        type: 'boolean',
+        default: true,
+        describe: 'Use a GPU when one is found (--no-gpu: CPU only)',
+      })
+      .option('upstream', {
+        type: 'string',
+        describe: 'Serve through an OpenAI-compatible server at this URL instead of llama.cpp',
+      })
+      .option('upstream-model', { type: 'string', describe: 'Model name on the upstream server' })
+      .check((a) => {
+        if (!Number.isInteger(a['max-jobs']) || a['max-jobs'] < 1) {
+          throw new Error('--max-jobs must be a positive integer')
+        }
+        return true
+      }),
+  handler: async (args) => {
+    const home = resolveNodeHome()
+    let creds
+    try {
+      creds = await readCredentials(home)
+    } catch (err) {
+      if (!(err instanceof MissingCredentialsError)) throw err
+      process.stderr.write(`${err.message}. Run \`meshwork-node login --server URL\` first.\n`)
+      process.exitCode = 1
+      return
+    }
+    const agent = await startAgent({
+      server: args.server ?? creds.server,
+      nodeId: creds.node_id,
+      credential: creds.credential,
+      home,
+      maxJobs: args['max-jobs'],
+      threads: args.threads,
+      gpu: args.gpu ? 'auto' : false,
+      upstream: args.upstream ? { url: args.upstream, model: args['upstream-model'] } : undefined,
+    })
+    printAgentEvents(agent.events, process.stdout)
+    await new Promise<void>((resolve) => {
+      const finish = () => resolve()
+      process.once('SIGINT', finish)
+      process.once('SIGTERM', finish)
+      agent.events.once('unauthorized', ({ status }) => {
+        process.stderr.write(
+          `The coordinator refused this node's credential (HTTP ${status}). Run \`meshwork-node login\` again.\n`,
+        )
+        process.exitCode = 1
+        resolve()
+      })
+    })
+    await agent.stop()
+  },
+}
