@@ -1,0 +1,54 @@
+/**
+ * @module Starts a coordinator in its own process (so load generation does not share its event
+ * loop) on a fresh data directory, and waits until it answers.
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const mainTs = fileURLToPath(new URL('../../packages/server/src/main.ts', import.meta.url))
+
+export interface CoordinatorProcess {
+  url: string
+  child: ChildProcess
+  stop(): Promise<void>
+}
+
+export async function startCoordinator(port: number, env: Record<string, string> = {}): Promise<CoordinatorProcess> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'meshwork-bench-'))
+  const child = spawn(process.execPath, ['--import', 'tsx', mainTs], {
+    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', MESHWORK_DATA_DIR: dataDir, MESHWORK_LOCAL_NODE: '0', ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  })
+  const url = `http://127.0.0.1:${port}`
+  const end = Date.now() + 30_000
+  while (Date.now() < end) {
+    try {
+      if ((await fetch(`${url}/api/health`)).ok) break
+    } catch {
+      await new Promise((r) => setTimeout(r, 200))
+    }
+  }
+  return {
+    url,
+    child,
+    async stop() {
+      child.kill('SIGTERM')
+      await new Promise((r) => child.once('exit', r))
+      rmSync(dataDir, { recursive: true, force: true })
+    },
+  }
+}
+
+export function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  const mid = Math.floor(sorted.length / 2)
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
+}
+
+export function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]
+}

@@ -1,0 +1,41 @@
+/**
+ * @module /api/collections/{collection}/auth-with-password and auth-refresh.
+ */
+import type { Hono } from 'hono'
+import type { CoreApp } from '../core/app.ts'
+import { requireCollection } from '../core/collections/registry.ts'
+import { ApiError } from '../tools/api-error.ts'
+import { callerOf, clientAddress } from './caller.ts'
+import { respond } from './record-crud.ts'
+import { readBody } from './request-body.ts'
+
+export function bindRecordAuth(app: Hono, core: CoreApp) {
+  app.post('/api/collections/:collection/auth-with-password', async (c) => {
+    requireAuthCollection(c.req.param('collection'))
+    const body = await readBody(c)
+    const result = await core.auth.loginWithPassword(body.identity, body.password, clientAddress(c))
+    return respond(c, result)
+  })
+
+  app.post('/api/collections/:collection/auth-refresh', async (c) => {
+    const collection = requireAuthCollection(c.req.param('collection'))
+    const caller = await callerOf(c, core.auth)
+    return respond(c, await core.auth.refresh(caller, collection.name))
+  })
+
+  app.get('/api/collections/:collection/auth-methods', (c) => {
+    requireAuthCollection(c.req.param('collection'))
+    return c.json({
+      password: { enabled: true, identityFields: ['email'] },
+      oauth2: { enabled: false, providers: [] },
+      mfa: { enabled: false, duration: 0 },
+      otp: { enabled: false, duration: 0 },
+    })
+  })
+}
+
+function requireAuthCollection(name: string) {
+  const collection = requireCollection(name)
+  if (collection.type !== 'auth') throw new ApiError(404, 'Missing or invalid auth collection context.')
+  return collection
+}

@@ -1,0 +1,88 @@
+/**
+ * @module /api/collections/{collection}/records[/{id}]: PocketBase's records API.
+ */
+import type { Context, Hono } from 'hono'
+import type { CoreApp } from '../core/app.ts'
+import { requireCollection } from '../core/collections/registry.ts'
+import { parseFields, pickFields } from '../core/records/fields-picker.ts'
+import { badRequest } from '../tools/api-error.ts'
+import { callerOf } from './caller.ts'
+import { readBody } from './request-body.ts'
+
+export function bindRecordCrud(app: Hono, core: CoreApp) {
+  const base = '/api/collections/:collection/records'
+
+  app.get(base, async (c) => {
+    const collection = requireCollection(c.req.param('collection'))
+    const caller = await callerOf(c, core.auth)
+    const q = c.req.query()
+    const result = await core.records.list(
+      caller,
+      collection,
+      {
+        page: intParam(q.page, 'page'),
+        perPage: intParam(q.perPage, 'perPage'),
+        sort: q.sort,
+        filter: q.filter,
+        skipTotal: boolParam(q.skipTotal),
+      },
+      q.expand,
+    )
+    return respond(c, result)
+  })
+
+  app.get(`${base}/:id`, async (c) => {
+    const collection = requireCollection(c.req.param('collection'))
+    const caller = await callerOf(c, core.auth)
+    return respond(c, await core.records.view(caller, collection, c.req.param('id'), c.req.query('expand')))
+  })
+
+  app.post(base, async (c) => {
+    const collection = requireCollection(c.req.param('collection'))
+    const caller = await callerOf(c, core.auth)
+    const body = await readBody(c)
+    return respond(c, await core.records.create(caller, collection, body, c.req.query('expand')))
+  })
+
+  app.patch(`${base}/:id`, async (c) => {
+    const collection = requireCollection(c.req.param('collection'))
+    const caller = await callerOf(c, core.auth)
+    const body = await readBody(c)
+    return respond(c, await core.records.update(caller, collection, c.req.param('id'), body, c.req.query('expand')))
+  })
+
+  app.delete(`${base}/:id`, async (c) => {
+    const collection = requireCollection(c.req.param('collection'))
+    const caller = await callerOf(c, core.auth)
+    await core.records.delete(caller, collection, c.req.param('id'))
+    return c.body(null, 204)
+  })
+}
+
+/** JSON response with the `fields` parameter applied (2xx only, as PocketBase does). */
+export function respond(c: Context, data: unknown) {
+  const fields = c.req.query('fields')
+  const pick = fields ? parseFields(fields) : null
+  if (!pick) return c.json(data)
+  if (data && typeof data === 'object' && 'items' in data && Array.isArray((data as { items: unknown[] }).items)) {
+    const list = data as { items: unknown[] }
+    return c.json({ ...list, items: list.items.map((item) => pickFields(item, pick)) })
+  }
+  return c.json(pickFields(data, pick))
+}
+
+function intParam(value: string | undefined, name: string): number | undefined {
+  if (value === undefined || value === '') return undefined
+  if (!/^-?\d+$/.test(value.trim())) throw badRequest(`Invalid ${name} parameter.`)
+  return Number(value)
+}
+
+const truthy = new Set(['1', 't', 'T', 'TRUE', 'true', 'True'])
+const falsy = new Set(['0', 'f', 'F', 'FALSE', 'false', 'False'])
+
+function boolParam(value: string | undefined): boolean {
+  if (value === undefined || value === '') return false
+  if (truthy.has(value)) return true
+  if (falsy.has(value)) return false
+  throw badRequest('Invalid skipTotal parameter.')
+}

@@ -1,0 +1,34 @@
+/**
+ * @module Every HTTP route of the coordinator, mounted on one Hono app: reading this file lists the API.
+ */
+import { Hono } from 'hono'
+import { cors } from 'hono/cors'
+import { bodyLimit } from 'hono/body-limit'
+import type { CoreApp } from '../core/app.ts'
+import type { RealtimeHub } from '../core/realtime/realtime-hub.ts'
+import { onError, onNotFound } from './errors.ts'
+import { bindHealth } from './health.ts'
+import { bindRealtime } from './realtime.ts'
+import { bindRecordAuth } from './record-auth.ts'
+import { bindRecordCrud } from './record-crud.ts'
+
+export interface RouterParts {
+  core: CoreApp
+  hub: RealtimeHub
+  /** Extra route groups (chat, nodes, static web app) mounted after the core API. */
+  extra?: Array<(app: Hono) => void>
+}
+
+export function createRouter({ core, hub, extra = [] }: RouterParts): Hono {
+  const app = new Hono()
+  app.onError(onError)
+  app.notFound(onNotFound)
+  app.use('/api/*', cors({ origin: '*', allowMethods: ['GET', 'HEAD', 'PUT', 'PATCH', 'POST', 'DELETE'] }))
+  app.use('/api/*', bodyLimit({ maxSize: 32 * 1024 * 1024 }))
+  bindHealth(app, core)
+  bindRecordAuth(app, core)
+  bindRecordCrud(app, core)
+  bindRealtime(app, core, hub)
+  for (const bind of extra) bind(app)
+  return app
+}

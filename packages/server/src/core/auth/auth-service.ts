@@ -1,0 +1,83 @@
+/**
+ * @module Password sign-in, token refresh and resolving a request's Authorization header to a
+ * caller. Invalid or expired tokens make the caller a guest, as PocketBase does.
+ */
+import type { Database } from '../../db/database.ts'
+import { ApiError, badRequest, tooManyRequests, unauthorized, validationError } from '../../tools/api-error.ts'
+import { requireCollection } from '../collections/registry.ts'
+import { asUser, guest, type Caller } from '../records/caller.ts'
+import { emailPattern } from '../records/record-body.ts'
+import type { RecordsService } from '../records/records-service.ts'
+import type { RecordJson } from '../records/serialize.ts'
+import type { LoginThrottle } from './login-throttle.ts'
+import { dummyPasswordHash, verifyPassword } from './passwords.ts'
+import { issueAuthToken, tokenFromHeader, verifyAuthToken, type TokenConfig } from './tokens.ts'
+
+export interface AuthResponse {
+  record: RecordJson
+  token: string
+}
+
+export interface AuthService {
+  callerFromHeader(header: string | undefined | null): Promise<Caller>
+  loginWithPassword(identity: unknown, password: unknown, address: string): Promise<AuthResponse>
+  refresh(caller: Caller, collectionName: string): Promise<AuthResponse>
+}
+
+export function createAuthService(
+  database: Database,
+  records: RecordsService,
+  tokens: TokenConfig,
+  throttle: LoginThrottle,
+  sleep: (ms: number) => Promise<void> = (ms) => new Promise((r) => setTimeout(r, ms)),
+): AuthService {
+  const users = requireCollection('users')
+
+  const respond = async (user: Record<string, unknown>): Promise<AuthResponse> => {
+    const caller = asUser(user)
+    const record = await records.present(caller, users, user)
+    return { record: record!, token: issueAuthToken(tokens, user, users.id) }
+  }
+
+  return {
+    async callerFromHeader(header) {
+      const token = tokenFromHeader(header)
+      if (!token) return guest
+      const user = await verifyAuthToken(tokens, database.db, token, users.id)
+      return user ? asUser(user) : guest
+    },
+
+    async loginWithPassword(identity, password, address) {
+      const errors: Record<string, { code: string; message: string }> = {}
+      const blank = { code: 'validation_required', message: 'Cannot be blank.' }
+      if (typeof identity !== 'string' || !identity) errors.identity = blank
+      if (typeof password !== 'string' || !password) errors.password = blank
+      if (Object.keys(errors).length) {
+        throw validationError('An error occurred while validating the submitted data.', errors)
+      }
+      const delay = throttle.delayFor(address)
+      if (delay === Infinity) throw tooManyRequests()
+      if (delay > 0) await sleep(delay)
+
+      const id = identity as string
+      const user = emailPattern.test(id)
+        ? await database.db.selectFrom('users').selectAll().where('email', '=', id).executeTakeFirst()
+        : undefined
+      // Unknown identities still pay for a hash check, so timing does not reveal which e-mails exist.
+      const ok = await verifyPassword(user ? (user.password as string) : await dummyPasswordHash(), password as string)
+      if (!user || !ok) {
+        throttle.recordFailure(address)
+        throw badRequest('Failed to authenticate.')
+      }
+      throttle.recordSuccess(address)
+      return respond(user)
+    },
+
+    async refresh(caller, collectionName) {
+      const collection = requireCollection(collectionName)
+      if (collection.type !== 'auth') throw new ApiError(404, 'Missing or invalid auth collection context.')
+      if (!caller.auth) throw unauthorized()
+      return respond(caller.auth)
+    },
+  }
+}

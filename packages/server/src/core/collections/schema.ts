@@ -1,0 +1,320 @@
+/**
+ * @module Meshwork's collections (product spec section 3) with their access rules. The rule table
+ * is documented in docs/access-rules.md; keep the two in step.
+ */
+import type { CollectionDef, FieldDef } from './collection-def.ts'
+
+const signedIn = "@request.auth.id != ''"
+const ownUser = 'user = @request.auth.id'
+
+const timestamps: FieldDef[] = [
+  { name: 'created', type: 'autodate', onCreate: true },
+  { name: 'updated', type: 'autodate', onCreate: true, onUpdate: true },
+]
+
+const users: CollectionDef = {
+  id: '_pb_users_auth_',
+  name: 'users',
+  type: 'auth',
+  fields: [
+    { name: 'email', type: 'email', required: true },
+    { name: 'emailVisibility', type: 'bool' },
+    { name: 'verified', type: 'bool' },
+    { name: 'password', type: 'password', hidden: true, required: true, min: 8, max: 71 },
+    { name: 'tokenKey', type: 'text', hidden: true, system: true },
+    { name: 'name', type: 'text', max: 255 },
+    ...timestamps,
+  ],
+  listRule: 'id = @request.auth.id',
+  viewRule: 'id = @request.auth.id',
+  createRule: '',
+  updateRule: 'id = @request.auth.id',
+  deleteRule: 'id = @request.auth.id',
+}
+
+const userBalances: CollectionDef = {
+  id: 'pbc_user_balances',
+  name: 'user_balances',
+  type: 'base',
+  fields: [
+    { name: 'user', type: 'relation', collection: 'users', required: true, cascadeDelete: true },
+    { name: 'balance', type: 'number' },
+    { name: 'held', type: 'number' },
+    { name: 'total_earned', type: 'number' },
+    { name: 'total_spent', type: 'number' },
+    ...timestamps,
+  ],
+  listRule: ownUser,
+  viewRule: ownUser,
+  createRule: null,
+  updateRule: null,
+  deleteRule: null,
+}
+
+const userCreditTxs: CollectionDef = {
+  id: 'pbc_user_credit_txs',
+  name: 'user_credit_txs',
+  type: 'base',
+  fields: [
+    { name: 'user', type: 'relation', collection: 'users', required: true, cascadeDelete: true },
+    {
+      name: 'type',
+      type: 'select',
+      required: true,
+      values: ['credit_admin', 'debit_admin', 'credit_inference_request', 'debit_inference_request'],
+    },
+    { name: 'amount', type: 'number' },
+    { name: 'balance_after', type: 'number' },
+    { name: 'request', type: 'relation', collection: 'requests' },
+    { name: 'description', type: 'text' },
+    ...timestamps,
+  ],
+  listRule: ownUser,
+  viewRule: ownUser,
+  createRule: null,
+  updateRule: null,
+  deleteRule: null,
+}
+
+const conversations: CollectionDef = {
+  id: 'pbc_conversations',
+  name: 'conversations',
+  type: 'base',
+  ownerField: 'user',
+  fields: [
+    {
+      name: 'user',
+      type: 'relation',
+      collection: 'users',
+      required: true,
+      cascadeDelete: true,
+      immutable: true,
+    },
+    { name: 'model', type: 'relation', collection: 'models' },
+    { name: 'title', type: 'text', max: 255, default: 'New Chat' },
+    { name: 'message_count', type: 'number', system: true },
+    { name: 'last_message_at', type: 'date', system: true },
+    ...timestamps,
+  ],
+  listRule: ownUser,
+  viewRule: ownUser,
+  createRule: `${signedIn} && ${ownUser}`,
+  updateRule: ownUser,
+  deleteRule: ownUser,
+}
+
+const requests: CollectionDef = {
+  id: 'pbc_requests',
+  name: 'requests',
+  type: 'base',
+  ownerRule: ownUser,
+  fields: [
+    { name: 'user', type: 'relation', collection: 'users', required: true, private: true },
+    {
+      name: 'conversation',
+      type: 'relation',
+      collection: 'conversations',
+      cascadeDelete: true,
+      private: true,
+    },
+    { name: 'prompt', type: 'text', private: true },
+    { name: 'model', type: 'relation', collection: 'models' },
+    {
+      name: 'status',
+      type: 'select',
+      values: ['pending', 'processing', 'completed', 'failed', 'cancelled'],
+      default: 'pending',
+    },
+    { name: 'context_length', type: 'number', default: 8000 },
+    { name: 'temperature', type: 'number' },
+    { name: 'top_p', type: 'number' },
+    { name: 'top_k', type: 'number' },
+    { name: 'repeat_penalty', type: 'number' },
+    { name: 'frequency_penalty', type: 'number' },
+    { name: 'presence_penalty', type: 'number' },
+    { name: 'tokens_input', type: 'number' },
+    { name: 'tokens_output', type: 'number' },
+    { name: 'processing_time_ms', type: 'number' },
+    { name: 'response', type: 'text', private: true },
+    { name: 'node', type: 'relation', collection: 'nodes' },
+    { name: 'error_message', type: 'text', private: true },
+    { name: 'can_retry', type: 'bool', private: true },
+    { name: 'is_partial', type: 'bool' },
+    { name: 'reserved', type: 'number', private: true },
+    ...timestamps,
+  ],
+  listRule: signedIn,
+  viewRule: signedIn,
+  createRule: null,
+  updateRule: null,
+  deleteRule: null,
+}
+
+const config: CollectionDef = {
+  id: 'pbc_config',
+  name: 'config',
+  type: 'base',
+  fields: [
+    { name: 'default_temperature', type: 'number', default: 0.7 },
+    { name: 'default_top_p', type: 'number', default: 0.9 },
+    { name: 'default_top_k', type: 'number', default: 40 },
+    { name: 'default_repeat_penalty', type: 'number', default: 1.1 },
+    { name: 'default_frequency_penalty', type: 'number', default: 0 },
+    { name: 'default_presence_penalty', type: 'number', default: 0 },
+    ...timestamps,
+  ],
+  listRule: signedIn,
+  viewRule: signedIn,
+  createRule: null,
+  updateRule: null,
+  deleteRule: null,
+}
+
+const models: CollectionDef = {
+  id: 'pbc_models',
+  name: 'models',
+  type: 'base',
+  fields: [
+    { name: 'name', type: 'text', required: true },
+    { name: 'display_name', type: 'text' },
+    { name: 'description', type: 'text' },
+    { name: 'file_name', type: 'text' },
+    { name: 'file_size_bytes', type: 'number' },
+    { name: 'source_url', type: 'text' },
+    { name: 'sha256', type: 'text' },
+    { name: 'credit_multiplier', type: 'number', default: 1 },
+    { name: 'is_active', type: 'bool', default: true },
+    { name: 'sort_order', type: 'number' },
+    ...timestamps,
+  ],
+  listRule: signedIn,
+  viewRule: signedIn,
+  createRule: null,
+  updateRule: null,
+  deleteRule: null,
+}
+
+const availableModelsQuery = `SELECT m.id AS id, m.name AS name, m.display_name AS display_name,
+  m.description AS description, m.credit_multiplier AS credit_multiplier, m.sort_order AS sort_order,
+  (SELECT COUNT(*) FROM node_models nm JOIN nodes n ON n.id = nm.node
+    WHERE nm.model = m.id AND nm.is_serving = 1 AND n.is_active = 1
+      AND n.status IN ('online', 'busy')) AS node_count
+  FROM models m WHERE m.is_active = 1`
+
+const availableModels: CollectionDef = {
+  id: 'pbc_available_models',
+  name: 'available_models',
+  // A database view (migration 0001): one row per active catalogue model with the live count of
+  // online, active nodes serving it.
+  type: 'view',
+  fields: [
+    { name: 'name', type: 'text' },
+    { name: 'display_name', type: 'text' },
+    { name: 'description', type: 'text' },
+    { name: 'credit_multiplier', type: 'number' },
+    { name: 'sort_order', type: 'number' },
+    { name: 'node_count', type: 'number' },
+  ],
+  listRule: signedIn,
+  viewRule: signedIn,
+  createRule: null,
+  updateRule: null,
+  deleteRule: null,
+}
+
+const nodes: CollectionDef = {
+  id: 'pbc_nodes',
+  name: 'nodes',
+  type: 'base',
+  ownerRule: ownUser,
+  fields: [
+    { name: 'user', type: 'relation', collection: 'users', required: true, system: true, cascadeDelete: true },
+    { name: 'device_name', type: 'text', required: true, max: 100, default: 'Unknown' },
+    { name: 'status', type: 'select', values: ['online', 'busy', 'offline'], default: 'offline', system: true },
+    { name: 'total_requests', type: 'number', system: true },
+    { name: 'reputation_score', type: 'number', default: 5, system: true },
+    { name: 'is_active', type: 'bool', default: true },
+    { name: 'last_seen', type: 'date', system: true },
+    { name: 'hardware', type: 'json', system: true },
+    { name: 'agent_version', type: 'text', system: true },
+    { name: 'max_jobs', type: 'number', default: 1, system: true },
+    ...timestamps,
+  ],
+  listRule: signedIn,
+  viewRule: signedIn,
+  createRule: null,
+  updateRule: ownUser,
+  deleteRule: ownUser,
+}
+
+const ownNode = 'node.user = @request.auth.id'
+
+const nodeModels: CollectionDef = {
+  id: 'pbc_node_models',
+  name: 'node_models',
+  type: 'base',
+  ownerRule: ownNode,
+  fields: [
+    {
+      name: 'node',
+      type: 'relation',
+      collection: 'nodes',
+      required: true,
+      cascadeDelete: true,
+      immutable: true,
+    },
+    { name: 'model', type: 'relation', collection: 'models', required: true, immutable: true },
+    { name: 'requested_download', type: 'bool', private: true },
+    { name: 'requested_serving', type: 'bool', private: true },
+    { name: 'is_downloaded', type: 'bool', system: true },
+    { name: 'is_serving', type: 'bool', system: true },
+    { name: 'tokens_per_second', type: 'number', system: true },
+    { name: 'download_progress', type: 'text', system: true, private: true },
+    { name: 'error_message', type: 'text', system: true, private: true },
+    ...timestamps,
+  ],
+  // Other users see only what the Network screen shows: which models a node serves.
+  listRule: `${ownNode} || (${signedIn} && is_serving = true)`,
+  viewRule: `${ownNode} || (${signedIn} && is_serving = true)`,
+  createRule: ownNode,
+  updateRule: ownNode,
+  deleteRule: ownNode,
+}
+
+const nodeJobs: CollectionDef = {
+  id: 'pbc_node_jobs',
+  name: 'node_jobs',
+  type: 'base',
+  ownerRule: ownNode,
+  fields: [
+    { name: 'request', type: 'relation', collection: 'requests', cascadeDelete: true, private: true },
+    { name: 'node', type: 'relation', collection: 'nodes', private: true },
+    {
+      name: 'status',
+      type: 'select',
+      values: ['pending', 'acked', 'completed', 'failed', 'cancelled'],
+      default: 'pending',
+    },
+    ...timestamps,
+  ],
+  listRule: signedIn,
+  viewRule: signedIn,
+  createRule: null,
+  updateRule: null,
+  deleteRule: null,
+}
+
+/** Every collection, in dependency order (relations point to earlier entries or to themselves). */
+export const collections: CollectionDef[] = [
+  users,
+  models,
+  config,
+  nodes,
+  nodeModels,
+  conversations,
+  requests,
+  nodeJobs,
+  userBalances,
+  userCreditTxs,
+  availableModels,
+]

@@ -1,0 +1,71 @@
+/**
+ * @module The auth collection's own create/update checks (PocketBase's form-level validation):
+ * password + passwordConfirm, oldPassword to change a password, no self-verification, no e-mail
+ * change through update. Form-level errors win over field errors, as in PocketBase.
+ */
+import type { FieldError } from '../../tools/api-error.ts'
+import { randomString } from '../../tools/ids.ts'
+import { hashPassword, verifyPassword } from '../auth/passwords.ts'
+import type { Row } from './serialize.ts'
+
+export interface AuthFieldsResult {
+  values: Row
+  formErrors: Record<string, FieldError>
+}
+
+const required: FieldError = { code: 'validation_required', message: 'Cannot be blank.' }
+
+export async function prepareAuthCreate(body: Row, values: Row, superuser: boolean): Promise<AuthFieldsResult> {
+  const formErrors: Record<string, FieldError> = {}
+  const password = typeof body.password === 'string' ? body.password : ''
+  const confirm = typeof body.passwordConfirm === 'string' ? body.passwordConfirm : ''
+  if (!password) formErrors.password = required
+  if (!confirm) formErrors.passwordConfirm = required
+  else if (confirm !== password) formErrors.passwordConfirm = { code: 'validation_values_mismatch', message: "Values don't match." }
+  if (!superuser && values.verified === 1) {
+    formErrors.verified = { code: 'validation_values_mismatch', message: "Values don't match." }
+  }
+  if (Object.keys(formErrors).length) return { values, formErrors }
+  const lengthError = passwordLengthError(password)
+  if (lengthError) return { values, formErrors: { password: lengthError } }
+  // Meshwork: the name defaults to the part of the e-mail before the @.
+  if (!values.name && typeof values.email === 'string') values.name = values.email.split('@')[0]
+  values.password = await hashPassword(password)
+  values.tokenKey = randomString(50)
+  return { values, formErrors }
+}
+
+export async function prepareAuthUpdate(body: Row, values: Row, existing: Row, superuser: boolean): Promise<AuthFieldsResult> {
+  const formErrors: Record<string, FieldError> = {}
+  if (!superuser && values.verified !== undefined && values.verified !== existing.verified) {
+    formErrors.verified = { code: 'validation_values_mismatch', message: "Values don't match." }
+  }
+  if (!superuser && values.email !== undefined && values.email !== existing.email) {
+    formErrors.email = { code: 'validation_values_mismatch', message: 'Use the email change flow to change the email.' }
+  }
+  const password = typeof body.password === 'string' ? body.password : ''
+  if (password) {
+    if (body.passwordConfirm !== password) {
+      formErrors.passwordConfirm = { code: 'validation_values_mismatch', message: "Values don't match." }
+    }
+    const old = typeof body.oldPassword === 'string' ? body.oldPassword : ''
+    if (!superuser && !(await verifyPassword(existing.password as string, old))) {
+      formErrors.oldPassword = { code: 'validation_invalid_old_password', message: 'Missing or invalid old password.' }
+    }
+    const lengthError = passwordLengthError(password)
+    if (lengthError && !formErrors.passwordConfirm) formErrors.password = lengthError
+    if (!Object.keys(formErrors).length) {
+      values.password = await hashPassword(password)
+      // A new token key invalidates every token issued with the old password.
+      values.tokenKey = randomString(50)
+    }
+  }
+  if (!superuser) delete values.email
+  return { values, formErrors }
+}
+
+function passwordLengthError(password: string): FieldError | null {
+  if (password.length < 8) return { code: 'validation_min_text_constraint', message: 'Must be at least 8 character(s).', params: { min: 8 } }
+  if (password.length > 71) return { code: 'validation_max_text_constraint', message: 'Must be less than 71 character(s).', params: { max: 71 } }
+  return null
+}

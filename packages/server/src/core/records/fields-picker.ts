@@ -1,0 +1,61 @@
+/**
+ * @module PocketBase's `fields` parameter: keep only the listed (dotted) keys of a JSON value;
+ * `*` keeps a whole level; `name:excerpt(max, ellipsis)` strips HTML and shortens text.
+ */
+
+interface Pick {
+  children: Map<string, Pick>
+  excerpt?: { max: number; ellipsis: boolean }
+}
+
+export function parseFields(text: string): Pick | null {
+  const root: Pick = { children: new Map() }
+  const parts = text.split(',').map((p) => p.trim()).filter(Boolean)
+  if (parts.length === 0) return null
+  for (const part of parts) {
+    let path = part
+    let excerpt: Pick['excerpt']
+    const m = /^(.*):excerpt\((\d+)(?:\s*,\s*(true|false|1|0))?\)$/.exec(part)
+    if (m) {
+      path = m[1]
+      excerpt = { max: Number(m[2]), ellipsis: m[3] === 'true' || m[3] === '1' }
+    }
+    let node = root
+    for (const key of path.split('.')) {
+      let next = node.children.get(key)
+      if (!next) {
+        next = { children: new Map() }
+        node.children.set(key, next)
+      }
+      node = next
+    }
+    if (excerpt) node.excerpt = excerpt
+  }
+  return root
+}
+
+export function pickFields(value: unknown, pick: Pick): unknown {
+  if (Array.isArray(value)) return value.map((v) => pickFields(v, pick))
+  if (value === null || typeof value !== 'object') return value
+  const src = value as Record<string, unknown>
+  const out: Record<string, unknown> = {}
+  const star = pick.children.get('*')
+  if (star) for (const key of Object.keys(src)) out[key] = applyLeaf(src[key], star)
+  for (const [key, child] of pick.children) {
+    if (key === '*' || !(key in src)) continue
+    out[key] = applyLeaf(src[key], child)
+  }
+  return out
+}
+
+function applyLeaf(value: unknown, pick: Pick): unknown {
+  if (pick.excerpt && typeof value === 'string') return excerpt(value, pick.excerpt.max, pick.excerpt.ellipsis)
+  if (pick.children.size === 0) return value
+  return pickFields(value, pick)
+}
+
+function excerpt(html: string, max: number, ellipsis: boolean): string {
+  const text = html.replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' ').trim()
+  if (text.length <= max) return text
+  return text.slice(0, max).trimEnd() + (ellipsis ? '...' : '')
+}

@@ -1,0 +1,27 @@
+import type { CollectionDef } from '../collections/collection-def.ts'
+import type { Row } from './serialize.ts'
+
+export type RecordAction = 'create' | 'update' | 'delete'
+
+export interface RecordChange {
+  action: RecordAction
+  collection: CollectionDef
+  /** The stored row after the change (before it, for deletes). */
+  row: Row
+}
+
+type Listener = (change: RecordChange) => void
+
+/** Fired after a write commits; realtime and other reactions subscribe here, core never calls them. */
+export class RecordEvents {
+  private listeners = new Set<Listener>()
+
+  on(listener: Listener): () => void {
+    this.listeners.add(listener)
+    return () => this.listeners.delete(listener)
+  }
+
+  emit(change: RecordChange): void {
+    for (const listener of this.listeners) listener(change)
+  }
+}

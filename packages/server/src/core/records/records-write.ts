@@ -1,0 +1,144 @@
+/**
+ * @module Writing records through the API: create, update and delete with PocketBase's rule
+ * semantics (create: 400, update/delete: 404), validation, cascades, and events after commit.
+ */
+import { sql } from 'kysely'
+import type { Database, Db } from '../../db/database.ts'
+import { ApiError, forbidden, notFound, validationError } from '../../tools/api-error.ts'
+import { nowDate } from '../../tools/dates.ts'
+import { newRecordId } from '../../tools/ids.ts'
+import type { CollectionDef } from '../collections/collection-def.ts'
+import { collections, findCollection } from '../collections/registry.ts'
+import { prepareAuthCreate, prepareAuthUpdate } from './auth-fields.ts'
+import type { Caller } from './caller.ts'
+import { castRecordBody, defaultRow, missingRequired } from './record-body.ts'
+import type { RecordEvents, RecordChange } from './record-events.ts'
+import type { RecordHooks } from './record-hooks.ts'
+import { fetchVisible } from './records-read.ts'
+import type { Row } from './serialize.ts'
+
+export interface WriteDeps {
+  database: Database
+  events: RecordEvents
+  hooks: RecordHooks
+}
+
+const createFailed = 'Failed to create record.'
+const updateFailed = 'Failed to update record.'
+
+function assertWritable(collection: CollectionDef) {
+  if (collection.type === 'view') throw new ApiError(400, 'Unsupported collection type.')
+}
+
+export async function createRecord(deps: WriteDeps, caller: Caller, collection: CollectionDef, body: Row): Promise<Row> {
+  assertWritable(collection)
+  if (collection.createRule === null && !caller.superuser) throw forbidden()
+  const cast = castRecordBody(collection, body, { mode: 'create', superuser: caller.superuser })
+  const now = nowDate()
+  let row: Row = { ...defaultRow(collection), ...cast.values, id: cast.values.id ?? newRecordId() }
+  if (collection.ownerField && !row[collection.ownerField] && caller.auth) row[collection.ownerField] = caller.auth.id
+  for (const f of collection.fields) if (f.type === 'autodate') row[f.name] = now
+  if (collection.type === 'auth') {
+    const prepared = await prepareAuthCreate(body, row, caller.superuser)
+    if (Object.keys(prepared.formErrors).length) throw validationError(createFailed, prepared.formErrors)
+    row = prepared.values
+  }
+  const errors = { ...missingRequired(collection, row), ...cast.errors }
+  Object.assign(errors, await relationErrors(deps.database.db, collection, row))
+  Object.assign(errors, await uniqueErrors(deps.database.db, collection, row))
+  if (Object.keys(errors).length) throw validationError(createFailed, errors)
+
+  const changes: RecordChange[] = []
+  await deps.database.db.transaction().execute(async (trx) => {
+    await trx.insertInto(collection.name).values(row).execute()
+    if (collection.createRule && !caller.superuser) {
+      const db = { ...deps.database, db: trx }
+      const [visible] = await fetchVisible(db, caller, collection, [row.id as string], collection.createRule, body)
+      if (!visible) throw new ApiError(400, createFailed)
+    }
+    await deps.hooks.runAfterCreate(trx, collection, row)
+    changes.push({ action: 'create', collection, row })
+  })
+  changes.forEach((c) => deps.events.emit(c))
+  return row
+}
+
+export async function updateRecord(
+  deps: WriteDeps,
+  caller: Caller,
+  collection: CollectionDef,
+  id: string,
+  body: Row,
+): Promise<Row> {
+  assertWritable(collection)
+  if (collection.updateRule === null && !caller.superuser) throw forbidden()
+  const [existing] = await fetchVisible(deps.database, caller, collection, [id], caller.superuser ? '' : collection.updateRule, body)
+  if (!existing) throw notFound()
+  delete existing.__owner
+  const cast = castRecordBody(collection, body, { mode: 'update', superuser: caller.superuser, existing })
+  let values = cast.values
+  if (collection.type === 'auth') {
+    const prepared = await prepareAuthUpdate(body, values, existing, caller.superuser)
+    if (Object.keys(prepared.formErrors).length) throw validationError(updateFailed, prepared.formErrors)
+    values = prepared.values
+  }
+  const row: Row = { ...existing, ...values }
+  for (const f of collection.fields) if (f.type === 'autodate' && f.onUpdate) values[f.name] = row[f.name] = nowDate()
+  const errors = { ...missingRequired(collection, row), ...cast.errors }
+  Object.assign(errors, await relationErrors(deps.database.db, collection, values))
+  if (Object.keys(errors).length) throw validationError(updateFailed, errors)
+  await deps.database.db.updateTable(collection.name).set(values).where('id', '=', id).execute()
+  deps.events.emit({ action: 'update', collection, row })
+  return row
+}
+
+export async function deleteRecord(deps: WriteDeps, caller: Caller, collection: CollectionDef, id: string): Promise<void> {
+  assertWritable(collection)
+  if (collection.deleteRule === null && !caller.superuser) throw forbidden()
+  const [existing] = await fetchVisible(deps.database, caller, collection, [id], caller.superuser ? '' : collection.deleteRule)
+  if (!existing) throw notFound()
+  delete existing.__owner
+  const removed: RecordChange[] = []
+  await deps.database.db.transaction().execute(async (trx) => {
+    await deleteWithCascade(trx, collection, existing, removed)
+  })
+  removed.forEach((c) => deps.events.emit(c))
+}
+
+/** Deletes a row and, first, every row whose cascading relation points at it. */
+async function deleteWithCascade(trx: Db, collection: CollectionDef, row: Row, removed: RecordChange[]) {
+  for (const other of collections) {
+    if (other.type === 'view') continue
+    for (const field of other.fields) {
+      if (field.type !== 'relation' || field.collection !== collection.name || !field.cascadeDelete) continue
+      const children = await trx.selectFrom(other.name).selectAll().where(field.name, '=', row.id).execute()
+      for (const child of children) await deleteWithCascade(trx, other, child as Row, removed)
+    }
+  }
+  await trx.deleteFrom(collection.name).where('id', '=', row.id).execute()
+  removed.push({ action: 'delete', collection, row })
+}
+
+async function relationErrors(db: Db, collection: CollectionDef, values: Row) {
+  const errors: Record<string, { code: string; message: string }> = {}
+  for (const field of collection.fields) {
+    const value = values[field.name]
+    if (field.type !== 'relation' || !field.collection || typeof value !== 'string' || value === '') continue
+    const target = findCollection(field.collection)!
+    const found = await db.selectFrom(target.name).select('id').where('id', '=', value).executeTakeFirst()
+    if (!found) errors[field.name] = { code: 'validation_missing_rel_records', message: 'Failed to find all relation records with the provided ids.' }
+  }
+  return errors
+}
+
+async function uniqueErrors(db: Db, collection: CollectionDef, row: Row) {
+  const errors: Record<string, { code: string; message: string }> = {}
+  const notUnique = { code: 'validation_not_unique', message: 'Value must be unique.' }
+  const taken = await db.selectFrom(collection.name).select('id').where(sql`LOWER(id)`, '=', String(row.id).toLowerCase()).executeTakeFirst()
+  if (taken) errors.id = notUnique
+  if (collection.type === 'auth' && row.email) {
+    const dup = await db.selectFrom(collection.name).select('id').where('email', '=', row.email as string).executeTakeFirst()
+    if (dup) errors.email = notUnique
+  }
+  return errors
+}

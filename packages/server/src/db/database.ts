@@ -1,0 +1,102 @@
+/**
+ * @module Opens the one database the coordinator uses: an SQLite file by default, PostgreSQL when a
+ * URL is given. Everything above this file talks to Kysely and never to a driver.
+ */
+import { mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+import SqliteDatabase from 'better-sqlite3'
+import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely'
+import pg from 'pg'
+
+export type Dialect = 'sqlite' | 'postgres'
+
+// The records engine builds its SQL dynamically from declared collections, so the table types are open.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type Db = Kysely<any>
+
+export interface Database {
+  db: Db
+  dialect: Dialect
+  /** A cheap round trip, for health checks. */
+  ping(): Promise<boolean>
+  close(): Promise<void>
+}
+
+export interface DatabaseOptions {
+  /** postgres://... ; when absent, SQLite in dataDir. */
+  url?: string
+  dataDir?: string
+  /** PostgreSQL schema to use (created if missing); lets tests run in isolation. */
+  schema?: string
+  /** SQLite file name inside dataDir, or ':memory:'. */
+  file?: string
+}
+
+export async function openDatabase(options: DatabaseOptions): Promise<Database> {
+  return options.url ? openPostgres(options.url, options.schema) : openSqlite(options)
+}
+
+function openSqlite(options: DatabaseOptions): Database {
+  const file = options.file ?? 'meshwork.db'
+  let path = file
+  if (file !== ':memory:') {
+    const dir = options.dataDir ?? './data'
+    mkdirSync(dir, { recursive: true })
+    path = join(dir, file)
+  }
+  const driver = new SqliteDatabase(path)
+  // WAL lets readers proceed during a write; NORMAL sync is durable across app crashes in WAL mode.
+  driver.pragma('journal_mode = WAL')
+  driver.pragma('synchronous = NORMAL')
+  driver.pragma('busy_timeout = 5000')
+  driver.pragma('foreign_keys = OFF')
+  const db: Db = new Kysely({ dialect: new SqliteDialect({ database: driver }) })
+  return {
+    db,
+    dialect: 'sqlite',
+    ping: async () => {
+      try {
+        driver.prepare('SELECT 1').get()
+        return true
+      } catch {
+        return false
+      }
+    },
+    close: () => db.destroy(),
+  }
+}
+
+async function openPostgres(url: string, schema?: string): Promise<Database> {
+  // COUNT(*) and SUM() come back as int8/numeric strings by default; our numbers fit in a double.
+  pg.types.setTypeParser(20, (v) => Number(v))
+  pg.types.setTypeParser(1700, (v) => Number(v))
+  const pool = new pg.Pool({ connectionString: url, max: 10 })
+  if (schema) {
+    if (!/^[a-z_][a-z0-9_]*$/.test(schema)) throw new Error(`Invalid schema name: ${schema}`)
+    const client = await pool.connect()
+    try {
+      await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`)
+    } finally {
+      client.release()
+    }
+    pool.on('connect', (client) => {
+      client.query(`SET search_path TO ${schema}`).catch(() => {
+        // the next query on this client reports the failure
+      })
+    })
+  }
+  const db: Db = new Kysely({ dialect: new PostgresDialect({ pool }) })
+  return {
+    db,
+    dialect: 'postgres',
+    ping: async () => {
+      try {
+        await sql`SELECT 1`.execute(db)
+        return true
+      } catch {
+        return false
+      }
+    },
+    close: () => db.destroy(),
+  }
+}

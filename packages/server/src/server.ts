@@ -1,0 +1,95 @@
+/**
+ * @module Assembles and runs one coordinator process: core, realtime hub, HTTP routes, the SSE
+ * stream and the web app, on one port. Tests and `main.ts` both start it through here.
+ */
+import { createServer as createHttpServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { fileURLToPath } from 'node:url'
+import { getRequestListener } from '@hono/node-server'
+import type { Hono } from 'hono'
+import type { Config } from './config.ts'
+import { createCore, type CoreApp } from './core/app.ts'
+import { findCollection } from './core/collections/registry.ts'
+import { RealtimeHub } from './core/realtime/realtime-hub.ts'
+import type { Row } from './core/records/serialize.ts'
+import type { RecordAction } from './core/records/record-events.ts'
+import { handleRealtimeStream } from './apis/realtime.ts'
+import { createRouter } from './apis/router.ts'
+import { bindWebApp } from './apis/web-app.ts'
+
+export interface RunningServer {
+  core: CoreApp
+  hub: RealtimeHub
+  app: Hono
+  http: Server
+  url: string
+  port: number
+  close(): Promise<void>
+}
+
+export interface ServerExtras {
+  /** Route groups added by later modules (chat, nodes). */
+  routes?: Array<(app: Hono, core: CoreApp) => void>
+}
+
+const defaultWebDist = fileURLToPath(new URL('../../web/dist', import.meta.url))
+
+interface BusRecordMessage {
+  action: RecordAction
+  collection: string
+  row: Row
+}
+
+export async function startServer(config: Config, extras: ServerExtras = {}): Promise<RunningServer> {
+  const core = await createCore(config)
+  const hub = new RealtimeHub(core.database)
+
+  // Record events travel over the bus so that, scaled out, every process's subscribers get them.
+  core.events.on((change) => {
+    core.bus.publish('records', { action: change.action, collection: change.collection.name, row: change.row })
+  })
+  core.bus.subscribe('records', (message) => {
+    const m = message as BusRecordMessage
+    const collection = findCollection(m.collection)
+    if (!collection) return
+    hub.publish({ action: m.action, collection, row: m.row }).catch((err) => {
+      console.error('realtime delivery failed', err)
+    })
+  })
+
+  const app = createRouter({
+    core,
+    hub,
+    extra: [
+      ...(extras.routes ?? []).map((bind) => (a: Hono) => bind(a, core)),
+      (a: Hono) => {
+        bindWebApp(a, config.webDist ?? defaultWebDist)
+      },
+    ],
+  })
+  const listener = getRequestListener(app.fetch)
+  const http = createHttpServer((req, res) => {
+    if (req.method === 'GET' && req.url?.split('?')[0] === '/api/realtime') {
+      handleRealtimeStream(hub, req, res)
+      return
+    }
+    listener(req, res)
+  })
+  http.keepAliveTimeout = 65_000
+  await new Promise<void>((resolve) => http.listen(config.port, config.host, resolve))
+  const port = (http.address() as AddressInfo).port
+  const host = config.host === '0.0.0.0' ? '127.0.0.1' : config.host
+  return {
+    core,
+    hub,
+    app,
+    http,
+    port,
+    url: `http://${host}:${port}`,
+    async close() {
+      http.closeAllConnections()
+      await new Promise<void>((resolve) => http.close(() => resolve()))
+      await core.close()
+    },
+  }
+}

@@ -1,0 +1,26 @@
+import type { Bus, BusHandler } from './bus.ts'
+
+/** The embedded bus: synchronous in-process delivery; what a single coordinator process needs. */
+export class MemoryBus implements Bus {
+  readonly kind = 'embedded' as const
+  private channels = new Map<string, Set<BusHandler>>()
+
+  publish(channel: string, message: unknown): void {
+    for (const handler of this.channels.get(channel) ?? []) handler(message)
+  }
+
+  subscribe(channel: string, handler: BusHandler): () => void {
+    let set = this.channels.get(channel)
+    if (!set) this.channels.set(channel, (set = new Set()))
+    set.add(handler)
+    return () => set.delete(handler)
+  }
+
+  async ping(): Promise<boolean> {
+    return true
+  }
+
+  async close(): Promise<void> {
+    this.channels.clear()
+  }
+}

@@ -1,0 +1,65 @@
+import { Redis } from 'ioredis'
+import type { Bus, BusHandler } from './bus.ts'
+
+/** The scaled-out bus: Redis pub/sub, so every coordinator process sees every message. */
+export class RedisBus implements Bus {
+  readonly kind = 'redis' as const
+  private pub: Redis
+  private sub: Redis
+  private handlers = new Map<string, Set<BusHandler>>()
+
+  constructor(url: string, private prefix = 'meshwork:') {
+    const opts = { maxRetriesPerRequest: 2, lazyConnect: false }
+    this.pub = new Redis(url, opts)
+    this.sub = new Redis(url, opts)
+    // Connection errors surface through ping() in health checks; ioredis keeps reconnecting.
+    this.pub.on('error', () => {})
+    this.sub.on('error', () => {})
+    this.sub.on('message', (channel: string, text: string) => {
+      const handlers = this.handlers.get(channel.slice(this.prefix.length))
+      if (!handlers) return
+      let message: unknown
+      try {
+        message = JSON.parse(text)
+      } catch {
+        return
+      }
+      for (const handler of handlers) handler(message)
+    })
+  }
+
+  publish(channel: string, message: unknown): void {
+    this.pub.publish(this.prefix + channel, JSON.stringify(message)).catch(() => {
+      // fire-and-forget, like the embedded bus; health reports a broken connection
+    })
+  }
+
+  subscribe(channel: string, handler: BusHandler): () => void {
+    let set = this.handlers.get(channel)
+    if (!set) {
+      this.handlers.set(channel, (set = new Set()))
+      void this.sub.subscribe(this.prefix + channel)
+    }
+    set.add(handler)
+    return () => {
+      set.delete(handler)
+      if (set.size === 0) {
+        this.handlers.delete(channel)
+        void this.sub.unsubscribe(this.prefix + channel)
+      }
+    }
+  }
+
+  async ping(): Promise<boolean> {
+    try {
+      return (await this.pub.ping()) === 'PONG'
+    } catch {
+      return false
+    }
+  }
+
+  async close(): Promise<void> {
+    this.pub.disconnect()
+    this.sub.disconnect()
+  }
+}

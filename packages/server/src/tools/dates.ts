@@ -1,0 +1,17 @@
+/** PocketBase's date format: "2006-01-02 15:04:05.000Z" (UTC, space separator, milliseconds). */
+export function formatDate(date: Date): string {
+  return date.toISOString().replace('T', ' ')
+}
+
+export function nowDate(): string {
+  return formatDate(new Date())
+}
+
+/** Lenient parse of a client-sent date (ISO with T or space, offsets, unix seconds); null if invalid. */
+export function parseDate(value: unknown): string | null {
+  if (value === '' || value === null || value === undefined) return ''
+  if (typeof value === 'number') return formatDate(new Date(value * 1000))
+  if (typeof value !== 'string') return null
+  const date = new Date(value.includes(' ') && !value.includes('T') ? value.replace(' ', 'T') : value)
+  return Number.isNaN(date.getTime()) ? null : formatDate(date)
+}
