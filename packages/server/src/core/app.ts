@@ -31,7 +31,7 @@ export interface CoreApp {
 
 export async function createCore(config: Config): Promise<CoreApp> {
   const database = await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir, schema: config.databaseSchema })
-  await migrateToLatest(database.db)
+  await migrateToLatest(database.db, config.databaseSchema)
   const secret = config.secret ?? (await getOrCreateSetting(database.db, 'auth_secret', newSecret))
   const tokens: TokenConfig = { secret, ttlSeconds: config.tokenTtlSeconds }
   const bus: Bus = config.redisUrl ? new RedisBus(config.redisUrl) : new MemoryBus()

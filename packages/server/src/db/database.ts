@@ -70,21 +70,18 @@ async function openPostgres(url: string, schema?: string): Promise<Database> {
   // COUNT(*) and SUM() come back as int8/numeric strings by default; our numbers fit in a double.
   pg.types.setTypeParser(20, (v) => Number(v))
   pg.types.setTypeParser(1700, (v) => Number(v))
-  const pool = new pg.Pool({ connectionString: url, max: 10 })
   if (schema) {
     if (!/^[a-z_][a-z0-9_]*$/.test(schema)) throw new Error(`Invalid schema name: ${schema}`)
-    const client = await pool.connect()
+    const setup = new pg.Client({ connectionString: url })
+    await setup.connect()
     try {
-      await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`)
+      await setup.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`)
     } finally {
-      client.release()
+      await setup.end()
     }
-    pool.on('connect', (client) => {
-      client.query(`SET search_path TO ${schema}`).catch(() => {
-        // the next query on this client reports the failure
-      })
-    })
   }
+  // The search path is a startup option of every connection, so no query can run before it.
+  const pool = new pg.Pool({ connectionString: url, max: 10, ...(schema ? { options: `-c search_path=${schema}` } : {}) })
   const db: Db = new Kysely({ dialect: new PostgresDialect({ pool }) })
   return {
     db,

@@ -14,8 +14,10 @@ const provider: MigrationProvider = { getMigrations: async () => migrations }
 export class MigrationError extends Error {}
 
 /** Brings the schema up to date; run at every start, on SQLite and PostgreSQL alike. */
-export async function migrateToLatest(db: Db): Promise<string[]> {
-  const migrator = new Migrator({ db, provider })
+export async function migrateToLatest(db: Db, schema?: string): Promise<string[]> {
+  // With a schema, the bookkeeping table lives there too (Kysely would otherwise find another
+  // schema's copy when it looks for it).
+  const migrator = new Migrator({ db, provider, ...(schema ? { migrationTableSchema: schema } : {}) })
   const { error, results } = await migrator.migrateToLatest()
   if (error) throw new MigrationError('Database migration failed', { cause: error })
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName)
