@@ -128,6 +128,16 @@ describe.each(dialects)('records API [%s]', (dialect) => {
     expect(err.response.data.model.code).toBe('validation_missing_rel_records')
   })
 
+  it('answers a duplicate unique pair with 400, not 500', async () => {
+    const { createAsServer } = await import('./fixtures.ts')
+    const node = await createAsServer(server, 'nodes', { user: pb.authStore.record!.id, device_name: 'dup-box' })
+    await pb.collection('node_models').create({ node: node.id, model: modelId, requested_download: true })
+    const err = await pb.collection('node_models').create({ node: node.id, model: modelId, requested_download: true }).catch((e) => e)
+    expect(err.status).toBe(400)
+    expect(err.response.message).toBe('Failed to create record.')
+    expect(Object.values(err.response.data as Record<string, { code: string }>)[0].code).toBe('validation_not_unique')
+  })
+
   it('answers unknown routes with a PocketBase-shaped 404', async () => {
     const res = await fetch(`${server.url}/api/nope`)
     expect(res.status).toBe(404)

@@ -50,7 +50,13 @@ export async function createRecord(deps: WriteDeps, caller: Caller, collection: 
 
   const changes: RecordChange[] = []
   await deps.database.db.transaction().execute(async (trx) => {
-    await trx.insertInto(collection.name).values(row).execute()
+    await trx
+      .insertInto(collection.name)
+      .values(row)
+      .execute()
+      .catch((err) => {
+        throw uniqueViolation(err, collection, createFailed) ?? err
+      })
     if (collection.createRule && !caller.superuser) {
       const db = { ...deps.database, db: trx }
       const [visible] = await fetchVisible(db, caller, collection, [row.id as string], collection.createRule, body)
@@ -87,7 +93,14 @@ export async function updateRecord(
   const errors = { ...missingRequired(collection, row), ...cast.errors }
   Object.assign(errors, await relationErrors(deps.database.db, collection, values))
   if (Object.keys(errors).length) throw validationError(updateFailed, errors)
-  await deps.database.db.updateTable(collection.name).set(values).where('id', '=', id).execute()
+  await deps.database.db
+    .updateTable(collection.name)
+    .set(values)
+    .where('id', '=', id)
+    .execute()
+    .catch((err) => {
+      throw uniqueViolation(err, collection, updateFailed) ?? err
+    })
   deps.events.emit({ action: 'update', collection, row })
   return row
 }
@@ -141,4 +154,14 @@ async function uniqueErrors(db: Db, collection: CollectionDef, row: Row) {
     if (dup) errors.email = notUnique
   }
   return errors
+}
+
+/** A unique index violation (a race the pre-checks could not see) as PocketBase's 400. */
+function uniqueViolation(err: unknown, collection: CollectionDef, message: string): ApiError | null {
+  const e = err as { code?: string; message?: string; constraint?: string }
+  const unique = e.code === '23505' || e.code === 'SQLITE_CONSTRAINT_UNIQUE' || e.code === 'SQLITE_CONSTRAINT_PRIMARYKEY'
+  if (!unique) return null
+  const text = `${e.constraint ?? ''} ${e.message ?? ''}`
+  const field = collection.fields.find((f) => new RegExp(`\\b(${collection.name}\\.)?${f.name}\\b|_${f.name}\\b`).test(text))
+  return validationError(message, { [field?.name ?? 'id']: { code: 'validation_not_unique', message: 'Value must be unique.' } })
 }
