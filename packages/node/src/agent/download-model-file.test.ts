@@ -32,7 +32,7 @@ describe('downloadModelFile', () => {
       progressIntervalMs: 0,
       onProgress: (p) => progress.push(p),
     })
-    expect(await readFile(path)).toEqual(file)
+    expect((await readFile(path)).equals(file)).toBe(true)
     const last = server.requests.slice(-2)
     expect(last[0].headers.range).toBeUndefined()
     expect(last[1].headers.range).toMatch(/^bytes=\d+-$/)
@@ -44,7 +44,7 @@ describe('downloadModelFile', () => {
   it('continues a .part file left by an earlier run', async () => {
     await writeFile(partialPath(dir, 'b.gguf'), file.subarray(0, 123_456))
     const path = await downloadModelFile({ ...base(), fileName: 'b.gguf' })
-    expect(await readFile(path)).toEqual(file)
+    expect((await readFile(path)).equals(file)).toBe(true)
     expect(server.requests.at(-1)!.headers.range).toBe('bytes=123456-')
   })
 

@@ -50,7 +50,8 @@ export async function startModelFileServer(
     let pos = start
     const send = () => {
       if (res.destroyed) return
-      if (pos >= limit && limit < file.length) return void res.destroy()
+      // Let the sent bytes reach the client before the reset, as a real broken transfer would.
+      if (pos >= limit && limit < file.length) return void setTimeout(() => res.destroy(), 50)
       if (pos >= file.length) return void res.end()
       const end = Math.min(pos + 65536, limit, file.length)
       res.write(file.subarray(pos, end))
