@@ -1,0 +1,85 @@
+import { describe, expect, it } from 'vitest'
+import {
+  nodeAuthorizationHeader,
+  nodeToServerFrameSchema,
+  serverToNodeFrameSchema,
+  waitFlowResponseSchema,
+} from './node-protocol.ts'
+
+const sampling = {
+  temperature: 0.7,
+  top_p: 0.9,
+  top_k: 40,
+  repeat_penalty: 1.1,
+  frequency_penalty: 0,
+  presence_penalty: 0,
+  max_tokens: 256,
+  context_length: 8000,
+}
+
+describe('node protocol', () => {
+  it('accepts well-formed frames in both directions', () => {
+    const offer = {
+      type: 'job_offer',
+      job_id: 'j1',
+      request_id: 'r1',
+      model_id: 'm1',
+      prompt: { messages: [{ role: 'user', content: 'hi' }] },
+      sampling,
+    }
+    expect(serverToNodeFrameSchema.parse(offer)).toEqual(offer)
+    const status = {
+      type: 'model_status',
+      node_model_id: 'nm1',
+      is_downloaded: true,
+      download_progress: 100,
+      is_serving: false,
+      tokens_per_second: 0,
+      error_message: '',
+    }
+    expect(nodeToServerFrameSchema.parse(status)).toEqual(status)
+  })
+
+  it('rejects unknown types, bad roles, missing sampling fields and bad hashes', () => {
+    expect(nodeToServerFrameSchema.safeParse({ type: 'nope' }).success).toBe(false)
+    const bad = {
+      type: 'job_offer',
+      job_id: 'j1',
+      request_id: 'r1',
+      model_id: 'm1',
+      prompt: { messages: [{ role: 'tool', content: 'x' }] },
+      sampling,
+    }
+    expect(serverToNodeFrameSchema.safeParse(bad).success).toBe(false)
+    const { max_tokens: _drop, ...partial } = sampling
+    const noMax = {
+      ...bad,
+      prompt: { messages: [{ role: 'user', content: 'x' }] },
+      sampling: partial,
+    }
+    expect(serverToNodeFrameSchema.safeParse(noMax).success).toBe(false)
+    const desired = {
+      type: 'desired_state',
+      node_models: [
+        {
+          id: 'nm1',
+          model: { id: 'm', name: 'n', file_name: 'f.gguf', file_size_bytes: 1, sha256: 'xyz' },
+          requested_download: true,
+          requested_serving: false,
+        },
+      ],
+    }
+    expect(serverToNodeFrameSchema.safeParse(desired).success).toBe(false)
+    expect(
+      nodeToServerFrameSchema.safeParse({ type: 'heartbeat', busy_jobs: -1, max_jobs: 1 }).success,
+    ).toBe(false)
+  })
+
+  it('parses wait-flow answers and builds the authorization header', () => {
+    expect(waitFlowResponseSchema.parse({ status: 'pending' })).toEqual({ status: 'pending' })
+    expect(waitFlowResponseSchema.safeParse({ status: 'approved', node_id: 'n' }).success).toBe(
+      false,
+    )
+    expect(nodeAuthorizationHeader('n1', 'c2')).toBe('Bearer n1.c2')
+  })
+})
