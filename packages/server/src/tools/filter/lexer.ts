@@ -102,6 +102,7 @@ function readText(text: string, start: number, tokens: Token[]): number {
       tokens.push({ type: 'text', value: out, pos: start })
       return i + 1
     }
+    if (ch === '\0') throw invalidFilter(`text can't contain NUL characters (position ${i})`)
     if (ch !== '\\') {
       out += ch
       i++
@@ -112,7 +113,10 @@ function readText(text: string, start: number, tokens: Token[]): number {
     if (next === 'u') {
       const hex = text.slice(i + 2, i + 6)
       if (!/^[0-9a-fA-F]{4}$/.test(hex)) throw invalidFilter(`invalid \\u escape at position ${i}`)
-      out += String.fromCharCode(parseInt(hex, 16))
+      const code = parseInt(hex, 16)
+      // PostgreSQL text can't hold NUL, so neither can the filter language.
+      if (code === 0) throw invalidFilter(`text can't contain NUL characters (position ${i})`)
+      out += String.fromCharCode(code)
       i += 6
     } else if (next in simpleEscapes) {
       out += simpleEscapes[next]

@@ -30,7 +30,8 @@ export function literalSql(
   if (dialect === 'sqlite') return sql`${value}`
   if (kind === 'bool') return sql`CAST(${Number(value)} AS INTEGER)`
   if (kind === 'number') return sql`CAST(${Number(value)} AS DOUBLE PRECISION)`
-  return sql`CAST(${String(value)} AS TEXT)`
+  // PostgreSQL text can't hold NUL; such a value (only from a request body) can't match anything stored.
+  return sql`CAST(${String(value).replaceAll('\0', '\uFFFD')} AS TEXT)`
 }
 
 /** Renders a number column as text the way JavaScript's String(n) does (5 not 5.0). */
