@@ -16,10 +16,15 @@ import type { RecordAction } from './core/records/record-events.ts'
 import { handleRealtimeStream } from './apis/realtime.ts'
 import { createRouter } from './apis/router.ts'
 import { bindWebApp } from './apis/web-app.ts'
+import { bindModelDownload } from './apis/model-download.ts'
+import { bindNetworkRoutes } from './apis/network-routes.ts'
+import { attachNodeGateway } from './apis/node-gateway.ts'
+import { createInferenceNetwork, type InferenceNetwork, type NetworkOptions } from './core/network/inference-network.ts'
 
 export interface RunningServer {
   core: CoreApp
   hub: RealtimeHub
+  network: InferenceNetwork
   app: Hono
   http: Server
   url: string
@@ -30,6 +35,8 @@ export interface RunningServer {
 export interface ServerExtras {
   /** Route groups added by later modules (chat, nodes). */
   routes?: Array<(app: Hono, core: CoreApp) => void>
+  /** Timings of the inference network (tests shorten them). */
+  network?: NetworkOptions
 }
 
 const defaultWebDist = fileURLToPath(new URL('../../web/dist', import.meta.url))
@@ -52,15 +59,19 @@ export async function startServer(config: Config, extras: ServerExtras = {}): Pr
     const m = message as BusRecordMessage
     const collection = findCollection(m.collection)
     if (!collection) return
+    if (collection.type === 'auth' && m.action !== 'create') core.auth.forget(m.row.id as string)
     hub.publish({ action: m.action, collection, row: m.row }).catch((err) => {
       console.error('realtime delivery failed', err)
     })
   })
 
+  const network = await createInferenceNetwork(core, extras.network)
   const app = createRouter({
     core,
     hub,
     extra: [
+      (a: Hono) => bindNetworkRoutes(a, core, network),
+      (a: Hono) => bindModelDownload(a, core, config.modelMirror),
       ...(extras.routes ?? []).map((bind) => (a: Hono) => bind(a, core)),
       (a: Hono) => {
         bindWebApp(a, config.webDist ?? defaultWebDist)
@@ -76,17 +87,21 @@ export async function startServer(config: Config, extras: ServerExtras = {}): Pr
     listener(req, res)
   })
   http.keepAliveTimeout = 65_000
+  const closeGateway = attachNodeGateway(http, core.database, network.registry)
   await new Promise<void>((resolve) => http.listen(config.port, config.host, resolve))
   const port = (http.address() as AddressInfo).port
   const host = config.host === '0.0.0.0' ? '127.0.0.1' : config.host
   return {
     core,
     hub,
+    network,
     app,
     http,
     port,
     url: `http://${host}:${port}`,
     async close() {
+      closeGateway()
+      network.close()
       http.closeAllConnections()
       await new Promise<void>((resolve) => http.close(() => resolve()))
       await core.close()

@@ -50,7 +50,7 @@ function openSqlite(options: DatabaseOptions): Database {
   driver.pragma('synchronous = NORMAL')
   driver.pragma('busy_timeout = 5000')
   driver.pragma('foreign_keys = OFF')
-  const db: Db = new Kysely({ dialect: new SqliteDialect({ database: driver }) })
+  const db: Db = new Kysely({ dialect: new SqliteDialect({ database: withStatementCache(driver) }) })
   return {
     db,
     dialect: 'sqlite',
@@ -95,5 +95,25 @@ async function openPostgres(url: string, schema?: string): Promise<Database> {
       }
     },
     close: () => db.destroy(),
+  }
+}
+
+/** Kysely prepares every query anew; the records engine repeats the same SQL text, so keep up to
+ * `size` prepared statements (better-sqlite3 statements are reusable once a run finishes). */
+function withStatementCache(driver: SqliteDatabase.Database, size = 500) {
+  const cache = new Map<string, SqliteDatabase.Statement>()
+  return {
+    close: () => driver.close(),
+    prepare(text: string) {
+      let stmt = cache.get(text)
+      if (stmt) {
+        cache.delete(text)
+      } else {
+        stmt = driver.prepare(text)
+        if (cache.size >= size) cache.delete(cache.keys().next().value!)
+      }
+      cache.set(text, stmt)
+      return stmt
+    },
   }
 }

@@ -11,7 +11,7 @@ import type { RecordsService } from '../records/records-service.ts'
 import type { RecordJson } from '../records/serialize.ts'
 import type { LoginThrottle } from './login-throttle.ts'
 import { dummyPasswordHash, verifyPassword } from './passwords.ts'
-import { issueAuthToken, tokenFromHeader, verifyAuthToken, type TokenConfig } from './tokens.ts'
+import { issueAuthToken, tokenExpiry, tokenFromHeader, verifyAuthToken, type TokenConfig } from './tokens.ts'
 
 export interface AuthResponse {
   record: RecordJson
@@ -22,7 +22,12 @@ export interface AuthService {
   callerFromHeader(header: string | undefined | null): Promise<Caller>
   loginWithPassword(identity: unknown, password: unknown, address: string): Promise<AuthResponse>
   refresh(caller: Caller, collectionName: string): Promise<AuthResponse>
+  /** Drops a cached user after it changed (password, tokenKey) or was deleted. */
+  forget(userId: string): void
 }
+
+const userCacheTtlMs = 30_000
+const userCacheMax = 10_000
 
 export function createAuthService(
   database: Database,
@@ -39,12 +44,35 @@ export function createAuthService(
     return { record: record!, token: issueAuthToken(tokens, user, users.id) }
   }
 
+  // Verified tokens are cached briefly: every API call carries one, and re-reading the user row per
+  // request dominated small requests. Any change to a user (through the bus, from every process)
+  // evicts its entries, so a password change still revokes old tokens at once.
+  const verified = new Map<string, { user: Record<string, unknown>; until: number }>()
+  const byUser = new Map<string, Set<string>>()
+
   return {
     async callerFromHeader(header) {
       const token = tokenFromHeader(header)
       if (!token) return guest
+      const hit = verified.get(token)
+      if (hit && hit.until > Date.now()) return asUser(hit.user)
       const user = await verifyAuthToken(tokens, database.db, token, users.id)
-      return user ? asUser(user) : guest
+      if (!user) return guest
+      if (verified.size >= userCacheMax) {
+        verified.clear()
+        byUser.clear()
+      }
+      const exp = tokenExpiry(token)
+      verified.set(token, { user, until: Math.min(Date.now() + userCacheTtlMs, exp) })
+      const id = user.id as string
+      if (!byUser.has(id)) byUser.set(id, new Set())
+      byUser.get(id)!.add(token)
+      return asUser(user)
+    },
+
+    forget(userId) {
+      for (const token of byUser.get(userId) ?? []) verified.delete(token)
+      byUser.delete(userId)
     },
 
     async loginWithPassword(identity, password, address) {

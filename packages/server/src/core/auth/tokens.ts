@@ -51,3 +51,9 @@ export function tokenFromHeader(header: string | undefined | null): string {
   if (!header) return ''
   return header.replace(/^bearer\s+/i, '').trim()
 }
+
+/** The token's expiry in epoch milliseconds (0 when unreadable). */
+export function tokenExpiry(token: string): number {
+  const claims = jwt.decode(token) as Partial<Claims> | null
+  return typeof claims?.exp === 'number' ? claims.exp * 1000 : 0
+}

@@ -190,6 +190,7 @@ function parseIdentifier(
 
 function unexpected(token: Token | undefined) {
   if (!token) return invalidFilter('unexpected end of the filter')
-  const shown = token.type === 'text' ? JSON.stringify(token.value) : `"${token.value}"`
+  const value = token.value.length > 40 ? `${token.value.slice(0, 40)}...` : token.value
+  const shown = token.type === 'text' ? JSON.stringify(value) : `"${value}"`
   return invalidFilter(`unexpected ${shown} at position ${token.pos}`)
 }
