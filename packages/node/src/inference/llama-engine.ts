@@ -3,17 +3,7 @@
  * Embedded llama.cpp through node-llama-cpp (prebuilt binaries only, never a local build).
  */
 import { stat } from 'node:fs/promises'
-import {
-  getLlama,
-  LlamaChat,
-  LlamaCompletion,
-  LlamaLogLevel,
-  resolveChatWrapper,
-  type ChatHistoryItem,
-  type Llama,
-  type LlamaContextSequence,
-  type LlamaModel,
-} from 'node-llama-cpp'
+import type { ChatHistoryItem, Llama, LlamaContextSequence, LlamaModel } from 'node-llama-cpp'
 import type { ChatMessage, Sampling } from '@meshwork/protocol'
 import { chooseThreads } from './choose-threads.ts'
 import {
@@ -64,13 +54,15 @@ export function createLlamaEngine(options: LlamaEngineOptions = {}): LlamaEngine
   let llamaPromise: Promise<Llama> | undefined
   const loaded = new Set<LlamaLoadedModel>()
   const llama = () =>
-    (llamaPromise ??= getLlama({
-      build: 'never',
-      gpu: options.gpu === false ? false : 'auto',
-      logLevel: LlamaLogLevel.error,
-      // Library code never prints: llama.cpp's own log lines are dropped.
-      logger: () => {},
-    }))
+    (llamaPromise ??= nodeLlamaCpp().then(({ getLlama, LlamaLogLevel }) =>
+      getLlama({
+        build: 'never',
+        gpu: options.gpu === false ? false : 'auto',
+        logLevel: LlamaLogLevel.error,
+        // Library code never prints: llama.cpp's own log lines are dropped.
+        logger: () => {},
+      }),
+    ))
 
   return {
     info: { kind: 'llama.cpp', version: null },
@@ -86,6 +78,8 @@ export function createLlamaEngine(options: LlamaEngineOptions = {}): LlamaEngine
       }
     },
     async describeGpu() {
+      // CPU only by choice: no need to pay for loading the native library just to say so.
+      if (options.gpu === false) return null
       const l = await llama()
       if (l.gpu === false) return null
       const names = await l.getGpuDeviceNames().catch(() => [])
@@ -160,6 +154,14 @@ async function loadLlamaModel(
   }
 }
 
+/**
+ * node-llama-cpp is imported on first use: importing it costs seconds, which `--help`, the
+ * upstream engine and embedders that never load a model should not pay.
+ */
+function nodeLlamaCpp() {
+  return import('node-llama-cpp')
+}
+
 /** Plain transcript through LlamaCompletion; oldest turns are dropped to fit the window. */
 async function generatePlain(
   model: LlamaModel,
@@ -181,6 +183,7 @@ async function generatePlain(
     tokens = tokens.slice(tokens.length - (window - answerRoom))
   const maxTokens = Math.max(1, Math.min(sampling.max_tokens, window - tokens.length - 1))
   let tokensOutput = 0
+  const { LlamaCompletion } = await nodeLlamaCpp()
   const completion = new LlamaCompletion({ contextSequence: sequence })
   const res = await completion.generateCompletionWithMeta(tokens, {
     ...samplingOptions(sampling),
@@ -205,6 +208,7 @@ async function generateChat(
   { messages, sampling }: GenerationRequest,
   { signal, onText }: GenerationOptions,
 ): Promise<GenerationResult> {
+  const { LlamaChat, resolveChatWrapper } = await nodeLlamaCpp()
   const chat = new LlamaChat({
     contextSequence: sequence,
     chatWrapper: resolveChatWrapper(model),
