@@ -10,8 +10,37 @@ const dist = fileURLToPath(new URL('../dist/', import.meta.url))
 const outDir = process.argv[2] ?? '/tmp/shots'
 const types = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css', '.svg': 'image/svg+xml' }
 
+// A real SSE stream for /api/realtime, so the streaming path runs end to end: after the client
+// subscribes to requests/r9 the reply grows word by word, then completes.
+const streamWords = 'Once upon a time, a **tiny model** told a story about a mesh of friendly computers that shared their work.'.split(' ')
+let sse = null
+function pushStream() {
+  let i = 0
+  const timer = setInterval(() => {
+    i++
+    const done = i >= streamWords.length
+    const record = { id: 'r9', collectionName: 'requests', conversation: 'c3', prompt: 'hi', status: done ? 'completed' : 'processing', response: streamWords.slice(0, i).join(' '), is_partial: !done, tokens_input: 3, tokens_output: i, error_message: '', can_retry: false }
+    sse?.write(`event:requests/r9\ndata:${JSON.stringify({ action: 'update', record })}\n\n`)
+    if (done) clearInterval(timer)
+  }, 90)
+}
 const server = createServer(async (req, res) => {
   const path = new URL(req.url, 'http://x').pathname
+  if (path === '/api/realtime' && req.method === 'GET') {
+    res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', Connection: 'keep-alive' })
+    res.write('id:cid1\nevent:PB_CONNECT\ndata:{"clientId":"cid1"}\n\n')
+    sse = res
+    return
+  }
+  if (path === '/api/realtime' && req.method === 'POST') {
+    let body = ''
+    req.on('data', (c) => (body += c))
+    req.on('end', () => {
+      res.writeHead(204).end()
+      if (body.includes('requests/r9')) pushStream()
+    })
+    return
+  }
   let file = join(dist, path)
   let body
   try {
@@ -58,13 +87,10 @@ function api(route) {
   const json = (body, status = 200) => route.fulfill({ status, contentType: 'application/json', body: JSON.stringify(body) })
   if (p.endsWith('/auth-refresh')) return json({ token, record: user })
   if (p.endsWith('/auth-with-password')) return json({ message: 'Failed to authenticate.', status: 400, data: {} }, 400)
-  if (p === '/api/realtime') {
-    if (route.request().method() === 'POST') return route.fulfill({ status: 204 })
-    return route.fulfill({ status: 200, contentType: 'text/event-stream', body: 'id:cid1\nevent:PB_CONNECT\ndata:{"clientId":"cid1"}\n\n' })
-  }
+  if (p === '/api/realtime') return route.continue()
   if (p.includes('/conversations/records')) return json(list(globalThis.noConvs ? [] : convs))
   if (p.includes('/available_models/records')) return json(list(models))
-  if (p.includes('/requests/records/')) return json({ ...reqs[0], id: 'r9', prompt: 'hi' })
+  if (p.includes('/requests/records/')) return json({ ...reqs[0], id: 'r9', prompt: 'hi', status: 'pending', response: '' })
   if (p.includes('/requests/records')) return json(list(url.searchParams.get('filter')?.includes('c1') ? reqs : []))
   if (p.includes('/config/records')) return json(list([{ default_temperature: 0.7 }]))
   if (p.includes('/user_balances/records')) return json(list([{ balance: 9876.5, total_earned: 120, total_spent: 243.5 }]))
@@ -148,6 +174,8 @@ for (const width of [1280, 390]) {
   await page.getByRole('textbox', { name: 'Message' }).press('Enter')
   await page.waitForTimeout(60)
   await page.screenshot({ path: `${outDir}/x-sent-early-${width}.png` })
+  await page.waitForTimeout(700)
+  await page.screenshot({ path: `${outDir}/x-sent-mid-${width}.png` })
   await page.waitForTimeout(2500)
   await page.screenshot({ path: `${outDir}/x-sent-done-${width}.png` })
   await ctx.close()

@@ -27,7 +27,7 @@ export function ChatHeader(props: ChatHeaderProps) {
         {conversation ? (
           <ConversationTitle key={conversation.id} title={conversation.title || 'New Chat'} onSave={props.onRename} />
         ) : (
-          <span className="px-1 text-base font-semibold text-slate-900 dark:text-white">New conversation</span>
+          <span className="block truncate px-1 text-base font-semibold text-slate-900 dark:text-white">New conversation</span>
         )}
       </div>
       {props.showModelPicker ? (
