@@ -1,0 +1,36 @@
+/**
+ * @module The prompt a node receives: the conversation's earlier completed turns plus the new
+ * message, with the oldest turns dropped until the estimate fits the context window.
+ */
+import type { ChatMessage } from '@meshwork/protocol'
+
+/** Spec section 5: one token per 4 characters, rounded down. */
+export function estimateTokens(text: string): number {
+  return Math.floor(text.length / 4)
+}
+
+export interface Turn {
+  prompt: string
+  response: string
+}
+
+export interface BuiltPrompt {
+  messages: ChatMessage[]
+  /** Estimated input tokens of all messages together. */
+  estimatedInput: number
+}
+
+/** `history` oldest first; keeps the newest turns that fit `contextLength - reserveOutput`. */
+export function buildPrompt(history: Turn[], message: string, contextLength: number, reserveOutput: number): BuiltPrompt {
+  const budget = Math.max(0, contextLength - reserveOutput)
+  const tail: ChatMessage[] = [{ role: 'user', content: message }]
+  let chars = message.length
+  for (let i = history.length - 1; i >= 0; i--) {
+    const turn = history[i]
+    const turnChars = turn.prompt.length + turn.response.length
+    if (Math.floor((chars + turnChars) / 4) > budget) break
+    tail.unshift({ role: 'user', content: turn.prompt }, { role: 'assistant', content: turn.response })
+    chars += turnChars
+  }
+  return { messages: tail, estimatedInput: Math.floor(chars / 4) }
+}

@@ -1,0 +1,160 @@
+/**
+ * @module The device-link flow (coordinator side): a node starts a flow and gets a single-use
+ * state token plus a device secret; the signed-in owner approves or denies it from the approve
+ * page; the node long-polls `wait` with both and receives its node id and credential once.
+ */
+import type { Database } from '../../db/database.ts'
+import { ApiError } from '../../tools/api-error.ts'
+import { formatDate, nowDate } from '../../tools/dates.ts'
+import { newRecordId, randomString } from '../../tools/ids.ts'
+import { requireCollection } from '../collections/registry.ts'
+import { server as superuser } from '../records/caller.ts'
+import type { RecordsService } from '../records/records-service.ts'
+import { issueCredential, newSecret, sha256Hex } from './node-credentials.ts'
+
+export const LINK_FLOW_TTL_MS = 10 * 60_000
+export const DENIED_MESSAGE = 'User denied authorization'
+
+export interface StartedFlow {
+  state_token: string
+  device_secret: string
+  approve_url: string
+  expires_at: string
+}
+
+export type WaitResult = { status: 'pending' } | { status: 'approved'; node_id: string; credential: string }
+
+const invalidToken = () => new ApiError(400, 'Invalid or expired authorization token.')
+
+export class LinkFlows {
+  /** Wakes long polls in this process at once; other processes see the change on their next poll. */
+  private waiters = new Map<string, Set<() => void>>()
+
+  constructor(
+    private database: Database,
+    private records: RecordsService,
+    private ttlMs = LINK_FLOW_TTL_MS,
+  ) {}
+
+  async start(deviceName: string, webBase: string): Promise<StartedFlow> {
+    const stateToken = randomString(40)
+    const deviceSecret = newSecret()
+    const now = Date.now()
+    const expiresAt = new Date(now + this.ttlMs)
+    await this.database.db
+      .insertInto('_link_flows')
+      .values({
+        id: newRecordId(),
+        state_token: stateToken,
+        device_secret_hash: sha256Hex(deviceSecret),
+        device_name: deviceName,
+        status: 'pending',
+        expires_at: formatDate(expiresAt),
+        created: nowDate(),
+        updated: nowDate(),
+      })
+      .execute()
+    const url = new URL('/auth/approve-node', webBase)
+    url.searchParams.set('token', stateToken)
+    url.searchParams.set('device', deviceName)
+    return { state_token: stateToken, device_secret: deviceSecret, approve_url: url.toString(), expires_at: expiresAt.toISOString() }
+  }
+
+  /** Approves a pending flow for `userId` (from the caller's token): creates the node. */
+  async approve(stateToken: string, userId: string): Promise<{ node_id: string; device_name: string }> {
+    const flow = await this.pendingFlow(stateToken)
+    // Claim the flow first, so two approvals can never create two nodes.
+    if (!(await this.finish(stateToken, { status: 'approving', user: userId }))) throw invalidToken()
+    const node = await this.records.create(superuser, requireCollection('nodes'), {
+      user: userId,
+      device_name: String(flow.device_name).slice(0, 100) || 'Unknown',
+      status: 'offline',
+    })
+    const nodeId = String(node.id)
+    const credential = await issueCredential(this.database.db, nodeId)
+    // The plain credential waits in the flow row only until the node collects it (see wait).
+    await this.database.db
+      .updateTable('_link_flows')
+      .set({ status: 'approved', node: nodeId, credential, updated: nowDate() })
+      .where('state_token', '=', stateToken)
+      .execute()
+    this.wake(stateToken)
+    return { node_id: nodeId, device_name: String(node.device_name) }
+  }
+
+  async deny(stateToken: string, userId: string, error: string): Promise<void> {
+    await this.pendingFlow(stateToken)
+    const done = await this.finish(stateToken, { status: 'failed', user: userId, error: error || DENIED_MESSAGE })
+    if (!done) throw invalidToken()
+  }
+
+  /** Long poll: resolves on a decision or after `timeoutMs` with pending. */
+  async wait(stateToken: string, deviceSecret: string, timeoutMs = 25_000): Promise<WaitResult> {
+    const deadline = Date.now() + timeoutMs
+    for (;;) {
+      const flow = await this.database.db.selectFrom('_link_flows').selectAll().where('state_token', '=', stateToken).executeTakeFirst()
+      if (!flow || flow.device_secret_hash !== sha256Hex(deviceSecret)) {
+        throw new ApiError(400, 'Invalid authorization request.')
+      }
+      if (flow.status === 'failed') throw new ApiError(403, String(flow.error || DENIED_MESSAGE))
+      if (flow.status === 'approved') {
+        // Hand the credential out exactly once.
+        const taken = await this.database.db
+          .updateTable('_link_flows')
+          .set({ status: 'collected', credential: '', updated: nowDate() })
+          .where('state_token', '=', stateToken)
+          .where('status', '=', 'approved')
+          .executeTakeFirst()
+        if (Number(taken.numUpdatedRows) !== 1) continue
+        return { status: 'approved', node_id: String(flow.node), credential: String(flow.credential) }
+      }
+      if (flow.status === 'collected') throw new ApiError(400, 'This authorization request was already completed.')
+      if (isExpired(flow.expires_at)) throw new ApiError(410, 'The authorization request expired.')
+      const left = deadline - Date.now()
+      if (left <= 0) return { status: 'pending' }
+      await this.sleepUntilChange(stateToken, Math.min(left, 1000))
+    }
+  }
+
+  private async pendingFlow(stateToken: string) {
+    if (!stateToken) throw new ApiError(400, 'Missing authorization token.')
+    const flow = await this.database.db.selectFrom('_link_flows').selectAll().where('state_token', '=', stateToken).executeTakeFirst()
+    if (!flow || flow.status !== 'pending' || isExpired(flow.expires_at)) throw invalidToken()
+    return flow
+  }
+
+  private async finish(stateToken: string, values: Record<string, unknown>): Promise<boolean> {
+    const res = await this.database.db
+      .updateTable('_link_flows')
+      .set({ ...values, updated: nowDate() })
+      .where('state_token', '=', stateToken)
+      .where('status', '=', 'pending')
+      .executeTakeFirst()
+    this.wake(stateToken)
+    return Number(res.numUpdatedRows) === 1
+  }
+
+  private wake(stateToken: string) {
+    for (const wake of this.waiters.get(stateToken) ?? []) wake()
+  }
+
+  private sleepUntilChange(stateToken: string, ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const set = this.waiters.get(stateToken) ?? new Set()
+      this.waiters.set(stateToken, set)
+      const wake = () => {
+        clearTimeout(timer)
+        set.delete(wake)
+        if (!set.size) this.waiters.delete(stateToken)
+        resolve()
+      }
+      const timer = setTimeout(wake, ms)
+      set.add(wake)
+    })
+  }
+}
+
+function isExpired(expiresAt: unknown): boolean {
+  const t = Date.parse(String(expiresAt).replace(' ', 'T'))
+  return !Number.isFinite(t) || t <= Date.now()
+}

@@ -1,0 +1,137 @@
+/**
+ * @module Test helpers for the inference network: linking a node through the real HTTP flow, a
+ * scripted fake node speaking the wire protocol over a real WebSocket, and polling.
+ */
+import WebSocket from 'ws'
+import type PocketBase from 'pocketbase'
+import {
+  NODE_WS_PATH,
+  NODE_PROTOCOL_VERSION,
+  nodeAuthorizationHeader,
+  serverToNodeFrameSchema,
+  type JobOfferFrame,
+  type NodeToServerFrame,
+  type ServerToNodeFrame,
+} from '@meshwork/protocol'
+import type { TestServer } from '../harness.ts'
+
+export async function postJson(server: TestServer, path: string, body: unknown, token?: string) {
+  const res = await fetch(new URL(path, server.url), {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(token ? { authorization: token } : {}) },
+    body: JSON.stringify(body),
+  })
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> }
+}
+
+/** Runs the device-link flow for the signed-in owner and returns the node's credential. */
+export async function linkNode(server: TestServer, owner: PocketBase, deviceName = 'Test node') {
+  const start = await postJson(server, '/api/auth/start-flow', { device_name: deviceName })
+  const flow = start.body as { state_token: string; device_secret: string }
+  const waiting = postJson(server, '/api/auth/wait-flow', flow)
+  const approve = await postJson(server, '/api/auth/complete-flow', { state_token: flow.state_token, user_info: {} }, owner.authStore.token)
+  if (approve.status !== 200) throw new Error(`approve failed: ${JSON.stringify(approve.body)}`)
+  const answer = await waiting
+  return { nodeId: answer.body.node_id as string, credential: answer.body.credential as string }
+}
+
+export async function waitUntil<T>(check: () => Promise<T | undefined | null | false> | T | undefined | null | false, timeoutMs = 10_000, what = 'condition'): Promise<T> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const value = await check()
+    if (value) return value
+    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`)
+    await new Promise((r) => setTimeout(r, 25))
+  }
+}
+
+export type JobScript = 'stream' | 'hang' | 'reject'
+
+/** A node agent in miniature: reports every requested model as served and runs scripted jobs. */
+export class FakeNode {
+  ws!: WebSocket
+  frames: ServerToNodeFrame[] = []
+  script: JobScript = 'stream'
+  chunks = ['Once', ' upon', ' a', ' time']
+  chunkDelayMs = 20
+  tokensInputReported = 999
+  jobs: JobOfferFrame[] = []
+
+  constructor(
+    readonly server: TestServer,
+    readonly nodeId: string,
+    readonly credential: string,
+    readonly maxJobs = 1,
+  ) {}
+
+  /** Connects; resolves with the upgrade's outcome (HTTP status when refused). */
+  connect(authorization = nodeAuthorizationHeader(this.nodeId, this.credential)): Promise<'open' | number> {
+    const url = new URL(NODE_WS_PATH, this.server.url)
+    url.protocol = 'ws:'
+    this.ws = new WebSocket(url, { headers: { authorization } })
+    this.ws.on('message', (data) => this.onFrame(serverToNodeFrameSchema.parse(JSON.parse(String(data)))))
+    this.ws.on('error', () => {})
+    return new Promise((resolve) => {
+      this.ws.on('open', () => {
+        this.send({
+          type: 'hello',
+          protocol_version: NODE_PROTOCOL_VERSION,
+          agent_version: 'fake',
+          hardware: { cpu_model: 'fake', cpu_cores: 1, memory_bytes: 1, gpu: null },
+          engines: [{ kind: 'llama.cpp', version: null }],
+          max_jobs: this.maxJobs,
+        })
+        resolve('open')
+      })
+      this.ws.on('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0))
+    })
+  }
+
+  send(frame: NodeToServerFrame) {
+    if (this.ws.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(frame))
+  }
+
+  kill() {
+    this.ws.terminate()
+  }
+
+  private onFrame(frame: ServerToNodeFrame) {
+    this.frames.push(frame)
+    if (frame.type === 'desired_state') {
+      for (const m of frame.node_models) {
+        this.send({
+          type: 'model_status',
+          node_model_id: m.id,
+          is_downloaded: m.requested_download || m.requested_serving,
+          download_progress: m.requested_download ? 100 : 0,
+          is_serving: m.requested_serving,
+          tokens_per_second: 100,
+          error_message: '',
+        })
+      }
+    }
+    if (frame.type === 'job_offer') void this.run(frame)
+  }
+
+  private async run(job: JobOfferFrame) {
+    this.jobs.push(job)
+    if (this.script === 'reject') return this.send({ type: 'job_rejected', job_id: job.job_id, reason: 'No free job slot' })
+    this.send({ type: 'job_accepted', job_id: job.job_id })
+    for (const [i, text] of this.chunks.entries()) {
+      await new Promise((r) => setTimeout(r, this.chunkDelayMs))
+      this.send({ type: 'job_chunk', job_id: job.job_id, text })
+      if (this.script === 'hang' && i === 1) return
+    }
+    this.send({ type: 'job_done', job_id: job.job_id, tokens_input: this.tokensInputReported, tokens_output: this.chunks.length, processing_time_ms: 42 })
+  }
+}
+
+/** Creates the node model record as the owner (like the web app) and waits until it serves. */
+export async function serveModel(server: TestServer, owner: PocketBase, nodeId: string, modelId: string) {
+  const nm = await owner.collection('node_models').create({ node: nodeId, model: modelId, requested_download: true, requested_serving: true })
+  await waitUntil(async () => {
+    const row = await server.core.database.db.selectFrom('node_models').select('is_serving').where('id', '=', nm.id).executeTakeFirst()
+    return Number(row?.is_serving) === 1
+  }, 5000, 'node model serving')
+  return nm.id
+}
