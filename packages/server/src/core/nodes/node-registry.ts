@@ -63,6 +63,7 @@ export class NodeRegistry {
   private timer: NodeJS.Timeout
   private unsubscribe: () => void
   listener: RegistryListener | null = null
+  private closed = false
 
   constructor(
     private core: CoreApp,
@@ -121,6 +122,9 @@ export class NodeRegistry {
   }
 
   close(): void {
+    // Sockets closing during shutdown must not reach the scheduler or the (closing) database.
+    this.closed = true
+    this.listener = null
     clearInterval(this.timer)
     this.unsubscribe()
     for (const s of this.sessions.values()) s.ws.terminate()
@@ -179,7 +183,7 @@ export class NodeRegistry {
   }
 
   private detach(session: NodeSession) {
-    if (this.sessions.get(session.nodeId) !== session) return
+    if (this.closed || this.sessions.get(session.nodeId) !== session) return
     this.sessions.delete(session.nodeId)
     this.listener?.onNodeGone(session.nodeId)
     session.chain = session.chain.then(async () => {
@@ -196,6 +200,7 @@ export class NodeRegistry {
 
   /** Writes of one node run in order, so a late write never overtakes an earlier one. */
   private enqueue(session: NodeSession, task: () => Promise<void>) {
+    if (this.closed) return
     // A failed write is reported and the chain goes on: one bad write must not stall a node.
     session.chain = session.chain.then(task).catch((err) => console.error('node registry write failed', err))
   }

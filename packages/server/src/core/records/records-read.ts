@@ -106,7 +106,7 @@ export async function listRecords(
   const table = sql.table(collection.name)
 
   const rowsQuery = sql<Row>`SELECT r.*, ${owner} AS __owner FROM ${table} AS r ${joins.sql()} ${whereSql}
-    ORDER BY ${sql.join([...order, sql`r.id`])} LIMIT ${perPage} OFFSET ${(page - 1) * perPage}`
+    ORDER BY ${sql.join([...order, tiebreaker(query.sort)])} LIMIT ${perPage} OFFSET ${(page - 1) * perPage}`
   const rows = (await rowsQuery.execute(database.db)).rows
   let totalItems = -1
   let totalPages = -1
@@ -122,6 +122,13 @@ export async function listRecords(
     totalItems,
     totalPages,
   }
+}
+
+/** Rows with equal sort keys come in id order, in the direction of the last sort term, so that
+ * an index on (..., key, id) serves the whole ORDER BY. */
+function tiebreaker(sort: string | undefined): RawBuilder<unknown> {
+  const last = sort?.split(',').pop()?.trim() ?? ''
+  return last.startsWith('-') ? sql`r.id DESC` : sql`r.id`
 }
 
 function defaultOrder(collection: CollectionDef): RawBuilder<unknown>[] {

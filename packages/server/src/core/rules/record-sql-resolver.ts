@@ -82,7 +82,7 @@ export class RecordSqlResolver implements SqlResolver {
       case 'lower': {
         const text =
           resolved.kind === 'text' ? resolved.sql : numberToTextSql(resolved.sql, this.dialect)
-        return { ...resolved, kind: 'text', sql: lowerSql(text, this.dialect) }
+        return { ...resolved, kind: 'text', sql: lowerSql(text, this.dialect), guarded: undefined }
       }
       case 'length':
         if (!resolved.multi)
@@ -213,7 +213,7 @@ export class RecordSqlResolver implements SqlResolver {
     if (!this.client) return { kind, sql: column }
     const guard = this.visibility(scope, field)
     if (!guard) return { kind, sql: column }
-    return { kind, sql: sql`(CASE WHEN ${guard} THEN ${column} END)` }
+    return { kind, sql: sql`(CASE WHEN ${guard} THEN ${column} END)`, guarded: { guard, column } }
   }
 
   private visibility(scope: Scope, field: FieldDef): RawBuilder<unknown> | undefined {

@@ -66,6 +66,7 @@ export class Scheduler implements RegistryListener {
   private pumpAgain = false
   private timer: NodeJS.Timeout
   private idleWaiters: Array<() => void> = []
+  private closed = false
 
   constructor(
     private core: CoreApp,
@@ -131,11 +132,13 @@ export class Scheduler implements RegistryListener {
   }
 
   close(): void {
+    this.closed = true
     clearInterval(this.timer)
     for (const w of this.byJob.values()) w.publisher?.stop()
   }
 
   private async pump(): Promise<void> {
+    if (this.closed) return
     if (this.pumping) {
       this.pumpAgain = true
       return
@@ -290,7 +293,7 @@ export class Scheduler implements RegistryListener {
   /** Database work of one request runs in order (accepted before done, done before anything later). */
   private serial(work: Work, task: () => Promise<void>) {
     work.chain = work.chain
-      .then(task)
+      .then(() => (this.closed ? undefined : task()))
       .catch((err) => console.error('scheduler write failed', err))
       .finally(() => this.checkIdle())
   }

@@ -87,7 +87,7 @@ export const init: Migration = {
       ['last_message_at', 'text'],
       ...created,
     ])
-    await createIndex(db, 'conversations', ['user', 'last_message_at'])
+    await createIndex(db, 'conversations', ['user', 'last_message_at', 'id'])
 
     await createTable(db, 'requests', [
       ['user', 'text'],
@@ -113,7 +113,7 @@ export const init: Migration = {
       ['reserved', 'number'],
       ...created,
     ])
-    await createIndex(db, 'requests', ['conversation', 'created'])
+    await createIndex(db, 'requests', ['conversation', 'created', 'id'])
     await createIndex(db, 'requests', ['user', 'created'])
     await createIndex(db, 'requests', ['created'])
 
@@ -145,7 +145,7 @@ export const init: Migration = {
       ['description', 'text'],
       ...created,
     ])
-    await createIndex(db, 'user_credit_txs', ['user', 'created'])
+    await createIndex(db, 'user_credit_txs', ['user', 'created', 'id'])
     // A request is settled at most once: one debit and one credit row per request.
     await createIndex(db, 'user_credit_txs', ['request', 'type'])
 

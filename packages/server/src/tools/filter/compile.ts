@@ -38,6 +38,9 @@ export interface SqlOperand {
   literal?: { value: Scalar }
   /** Several values known while compiling (`@request.body.tags:each`). */
   values?: Scalar[]
+  /** Set when `sql` is `CASE WHEN guard THEN column END` (a value only some callers may read):
+   * equality with a literal is then built as `guard AND column = literal`, which can use an index. */
+  guarded?: { guard: RawBuilder<unknown>; column: RawBuilder<unknown> }
   /** A multi-valued operand: its rows are `SELECT ... FROM <source> WHERE <where>`. */
   multi?: { source: RawBuilder<unknown>; where: RawBuilder<unknown> }
 }
@@ -189,6 +192,19 @@ function equalSql(
     : left.literal
       ? { value: left.literal.value, other: b }
       : null
+  const otherOperand = right.literal ? left : right
+  const unconverted = kind === 'text' ? otherOperand.kind === 'text' : otherOperand.kind !== 'text'
+  if (
+    !negate &&
+    known &&
+    known.value !== null &&
+    known.value !== '' &&
+    otherOperand.guarded &&
+    unconverted
+  ) {
+    const { guard, column } = otherOperand.guarded
+    return sql`(${guard} AND ${column} = ${right.literal ? b : a})`
+  }
   if (kind === 'text') {
     // A non-empty literal can't equal NULL, so the plain form (which can use an index) is exact.
     if (known && known.value !== null && known.value !== '') {
