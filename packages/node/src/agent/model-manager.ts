@@ -126,10 +126,12 @@ export class ModelManager {
     if (!e.checked) return this.#run(e, 'check')
     if (e.loaded && !d.requested_serving) return this.#run(e, 'unload')
     if (d.requested_download && !s.is_downloaded && !e.downloadFailed) {
-      if (!needsFile) return this.#set(e, { is_downloaded: true, download_progress: 100 })
-      return this.#run(e, 'download')
+      if (needsFile) return this.#run(e, 'download')
+      // Nothing to fetch for an upstream server; go on to serving in the same pass.
+      this.#set(e, { is_downloaded: true, download_progress: 100 })
     }
     if (!d.requested_download && !d.requested_serving && !e.loaded && s.is_downloaded) {
+      if (!needsFile) return this.#set(e, { is_downloaded: false, download_progress: 0 })
       return this.#run(e, 'delete')
     }
     if (d.requested_serving && !e.loaded && !e.loadFailed && (s.is_downloaded || !needsFile)) {

@@ -1,7 +1,10 @@
-import { createServer, type Server } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Sampling } from '@meshwork/protocol'
+import {
+  FAKE_OPENAI_WORDS,
+  startFakeOpenAiServer,
+  type FakeOpenAiServer,
+} from '../test-support/fake-openai-server.ts'
 import { GenerationAbortedError, ModelLoadError } from './inference-engine.ts'
 import { createUpstreamEngine } from './upstream-engine.ts'
 
@@ -17,48 +20,14 @@ const sampling: Sampling = {
 }
 
 describe('upstream engine', () => {
-  let server: Server
-  let url = ''
-  const bodies: Record<string, unknown>[] = []
-
+  let server: FakeOpenAiServer
   beforeAll(async () => {
-    server = createServer((req, res) => {
-      if (req.url === '/v1/models') return res.end(JSON.stringify({ data: [{ id: 'tiny' }] }))
-      let raw = ''
-      req.on('data', (c) => (raw += c))
-      req.on('end', () => {
-        const body = JSON.parse(raw) as { messages: { content: string }[] }
-        bodies.push(body)
-        res.writeHead(200, { 'content-type': 'text/event-stream' })
-        const words = ['Hello', ' there', ',', ' friend']
-        const slow = body.messages[0].content === 'slow'
-        let i = 0
-        const tick = () => {
-          if (res.destroyed) return
-          if (i < words.length || slow) {
-            const delta = { content: words[i % words.length] }
-            res.write(`data: ${JSON.stringify({ choices: [{ delta, finish_reason: null }] })}\n\n`)
-            i++
-            setTimeout(tick, slow ? 20 : 0)
-            return
-          }
-          const usage = { prompt_tokens: 7, completion_tokens: 4 }
-          res.write(
-            `data: ${JSON.stringify({ choices: [{ delta: {}, finish_reason: 'stop' }] })}\n\n`,
-          )
-          res.write(`data: ${JSON.stringify({ choices: [], usage })}\n\n`)
-          res.end('data: [DONE]\n\n')
-        }
-        tick()
-      })
-    })
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
-    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+    server = await startFakeOpenAiServer()
   })
-  afterAll(() => new Promise((r) => server.close(r)))
+  afterAll(() => server.close())
 
   it('streams chunks and reports the usage the server sent', async () => {
-    const engine = createUpstreamEngine({ url: `${url}/`, model: 'tiny' })
+    const engine = createUpstreamEngine({ url: `${server.url}/`, model: 'tiny' })
     expect(engine.needsModelFile).toBe(false)
     const model = await engine.load({ id: 'm', name: 'catalogue-name', path: null })
     const chunks: string[] = []
@@ -66,9 +35,9 @@ describe('upstream engine', () => {
       { messages: [{ role: 'user', content: 'hi' }], sampling },
       { onText: (t) => chunks.push(t) },
     )
-    expect(chunks).toEqual(['Hello', ' there', ',', ' friend'])
+    expect(chunks).toEqual(FAKE_OPENAI_WORDS)
     expect(res).toEqual({ tokensInput: 7, tokensOutput: 4, stopReason: 'stop' })
-    expect(bodies.at(-1)).toMatchObject({
+    expect(server.bodies.at(-1)).toMatchObject({
       model: 'tiny',
       stream: true,
       max_tokens: 16,
@@ -77,7 +46,7 @@ describe('upstream engine', () => {
   })
 
   it('aborts a stream and refuses an unreachable server', async () => {
-    const engine = createUpstreamEngine({ url })
+    const engine = createUpstreamEngine({ url: server.url })
     const model = await engine.load({ id: 'm', name: 'catalogue-name', path: null })
     const ac = new AbortController()
     const chunks: string[] = []
@@ -87,7 +56,7 @@ describe('upstream engine', () => {
     )
     await expect(run).rejects.toBeInstanceOf(GenerationAbortedError)
     expect(chunks).toHaveLength(3)
-    expect(bodies.at(-1)).toMatchObject({ model: 'catalogue-name' })
+    expect(server.bodies.at(-1)).toMatchObject({ model: 'catalogue-name' })
 
     const dead = createUpstreamEngine({ url: 'http://127.0.0.1:9' })
     await expect(dead.load({ id: 'm', name: 'x', path: null })).rejects.toBeInstanceOf(
