@@ -150,12 +150,13 @@ export class ModelManager {
   }
 
   async #perform(e: Entry, op: Op): Promise<void> {
+    // Marked first: an unsafe file name throws below, and must not make the check repeat forever.
+    if (op === 'check') e.checked = true
     const model = e.desired?.model
     const path = model ? this.#path(model.file_name) : null
     if (path) e.file = path
     switch (op) {
       case 'check': {
-        e.checked = true
         if (!path || !this.#o.engine.needsModelFile) return
         const full = await stat(path).catch(() => null)
         if (full && (model!.file_size_bytes === 0 || full.size === model!.file_size_bytes)) {
