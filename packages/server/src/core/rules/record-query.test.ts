@@ -100,6 +100,17 @@ const serverCases: Case[] = [
   ['available_models', 'node_count > 0', ['m1']],
   ['available_models', "name ~ 'qwen'", ['m2']],
   ['nodes', 'reputation_score >= 4.5 && hardware ~ \'"gpu"\'', ['na']],
+  // Six relation hops (the limit), one of them a back-relation.
+  [
+    'user_credit_txs',
+    "request.node.user.requests_via_user.conversation.model.name ?= 'qwen-tiny'",
+    ['t2'],
+  ],
+  [
+    'node_jobs',
+    "request.conversation.user.requests_via_user.node.user.name ?= 'Bob'",
+    ['j1', 'j2', 'j3'],
+  ],
 ]
 
 const clientCases: [auth: typeof alice | null, ...Case][] = [
@@ -143,6 +154,7 @@ describe.each(testDialects())('record filters on %s', (dialect) => {
       'available_models',
       'nodes',
       'node_jobs',
+      'user_credit_txs',
     ]) {
       const { rows } = await sql<
         Record<string, unknown>
@@ -291,6 +303,12 @@ describe('record filter errors', () => {
       'Invalid filter: "hardware.gpu": paths inside JSON fields are not supported.',
     ],
     ['requests', '@foo = 1', 'Invalid filter: unknown field "@foo".'],
+    [
+      'requests',
+      'node.user.password = 1',
+      'Invalid filter: unknown field "password" in "node.user.password".',
+    ],
+    ['nope', 'id = 1', 'Invalid filter: unknown collection "nope".'],
   ])('%s: %s', (collection, text, message) => {
     expect(() => compile(collection, text)).toThrow(new FilterError(message))
   })
