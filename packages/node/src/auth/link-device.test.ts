@@ -13,6 +13,7 @@ describe('linkDevice', () => {
       server: server.url,
       deviceName: 'my box',
       onApproveUrl: (u) => urls.push(u),
+      minPollIntervalMs: 5,
     })
     expect(linked).toEqual({ nodeId: 'node_abc', credential: 'cred_xyz' })
     expect(server.startBodies).toEqual([{ device_name: 'my box' }])
@@ -30,6 +31,19 @@ describe('linkDevice', () => {
     server = await startFakeLinkServer('expire', 1)
     const expired = linkDevice({ server: server.url, deviceName: 'x', onApproveUrl: () => {} })
     await expect(expired).rejects.toBeInstanceOf(LinkExpiredError)
+
+    // A server that answers `pending` forever past the expiry does not keep the node waiting.
+    await server.close()
+    server = await startFakeLinkServer('approve', 1_000_000)
+    let clock = Date.now()
+    const stuck = linkDevice({
+      server: server.url,
+      deviceName: 'x',
+      onApproveUrl: () => {},
+      minPollIntervalMs: 0,
+      now: () => (clock += 60_000),
+    })
+    await expect(stuck).rejects.toBeInstanceOf(LinkExpiredError)
 
     const dead = linkDevice({
       server: 'http://127.0.0.1:9',

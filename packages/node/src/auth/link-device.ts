@@ -17,6 +17,8 @@ export interface LinkDeviceOptions {
   signal?: AbortSignal
   /** Pause before asking again after a network error. */
   retryDelayMs?: number
+  /** Shortest time between two polls, in case a server answers `pending` without holding. */
+  minPollIntervalMs?: number
   now?: () => number
 }
 
@@ -65,7 +67,13 @@ export async function linkDevice(options: LinkDeviceOptions): Promise<LinkedDevi
   const now = options.now ?? Date.now
   const expiresAt = Date.parse(flow.expires_at)
   const body = { state_token: flow.state_token, device_secret: flow.device_secret }
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
   for (;;) {
+    // The coordinator should end an expired flow itself; this guards against one that never does.
+    if (Number.isFinite(expiresAt) && now() > expiresAt + 30_000) {
+      throw new LinkExpiredError('The authorization request expired')
+    }
+    const polledAt = now()
     let res: Response
     try {
       res = await post('/api/auth/wait-flow', body)
@@ -75,14 +83,14 @@ export async function linkDevice(options: LinkDeviceOptions): Promise<LinkedDevi
       if (Number.isFinite(expiresAt) && now() > expiresAt) {
         throw new LinkExpiredError('The authorization request expired', { cause: err })
       }
-      await new Promise((r) => setTimeout(r, options.retryDelayMs ?? 1000))
+      await sleep(options.retryDelayMs ?? 1000)
       continue
     }
     if (!res.ok) {
       const message = await errorMessage(res)
       if (/denied/i.test(message)) throw new LinkDeniedError(message)
       if (res.status >= 500) {
-        await new Promise((r) => setTimeout(r, options.retryDelayMs ?? 1000))
+        await sleep(options.retryDelayMs ?? 1000)
         continue
       }
       throw new LinkExpiredError(message || 'The authorization request expired')
@@ -91,6 +99,8 @@ export async function linkDevice(options: LinkDeviceOptions): Promise<LinkedDevi
     if (answer.status === 'approved') {
       return { nodeId: answer.node_id, credential: answer.credential }
     }
+    const wait = (options.minPollIntervalMs ?? 1000) - (now() - polledAt)
+    if (wait > 0) await sleep(wait)
   }
 }
 
