@@ -1,0 +1,142 @@
+/**
+ * The whole network with real llama.cpp: nodes are @meshwork/node agents linked through the real
+ * device flow, models come from the coordinator's mirror (../shared/models), chat goes over HTTP
+ * and realtime through the SDK.
+ */
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import type PocketBase from 'pocketbase'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { LinkDeniedError, linkDevice, startAgent, type RunningAgent } from '@meshwork/node'
+import { dialects, signUp, startTestServer, type TestServer } from './harness.ts'
+import { modelId } from './fixtures.ts'
+import { postJson, waitUntil } from './support/network.ts'
+
+const mirror = fileURLToPath(new URL('../../../../shared/models/', import.meta.url))
+const haveModels = existsSync(join(mirror, 'stories260K.gguf'))
+
+describe.each(dialects)('[%s] end to end with llama.cpp', (dialect) => {
+  let server: TestServer
+  const agents: RunningAgent[] = []
+  const homes: string[] = []
+
+  beforeAll(async () => {
+    if (!haveModels) throw new Error(`The test models are missing from ${mirror}`)
+    server = await startTestServer(dialect, { modelMirror: mirror })
+  })
+  afterAll(async () => {
+    for (const a of agents) await a.stop()
+    await server?.stop()
+    for (const h of homes) rmSync(h, { recursive: true, force: true })
+  })
+
+  /** Links a device the way `meshwork-node login` does, approving (or denying) as `owner`. */
+  async function link(owner: PocketBase, device: string, decision: 'approve' | 'deny' = 'approve') {
+    return linkDevice({
+      server: server.url,
+      deviceName: device,
+      onApproveUrl: (url) => {
+        const token = new URL(url).searchParams.get('token')!
+        const body = decision === 'approve' ? { state_token: token, user_info: {} } : { state_token: token, status: 'failed', error: 'User denied authorization' }
+        void postJson(server, '/api/auth/complete-flow', body, owner.authStore.token)
+      },
+    })
+  }
+
+  async function agentFor(owner: PocketBase, device: string) {
+    const linked = await link(owner, device)
+    const home = mkdtempSync(join(tmpdir(), 'meshwork-node-'))
+    homes.push(home)
+    const agent = await startAgent({ server: server.url, nodeId: linked.nodeId, credential: linked.credential, home, threads: 1, gpu: false, heartbeatIntervalMs: 1000, progressIntervalMs: 20 })
+    agents.push(agent)
+    return { agent, nodeId: linked.nodeId, home, linked }
+  }
+
+  async function serve(owner: PocketBase, nodeId: string, model: string) {
+    const progress: string[] = []
+    const nm = await owner.collection('node_models').create({ node: nodeId, model, requested_download: true, requested_serving: false, is_downloaded: false, is_serving: false, tokens_per_second: 0 })
+    await owner.collection('node_models').subscribe(nm.id, (e) => progress.push(String(e.record.download_progress)))
+    await waitUntil(async () => (await owner.collection('node_models').getOne(nm.id)).is_downloaded, 20_000, 'download')
+    await owner.collection('node_models').update(nm.id, { requested_serving: true })
+    const serving = await waitUntil(async () => {
+      const r = await owner.collection('node_models').getOne(nm.id)
+      return r.is_serving && r
+    }, 30_000, 'serving')
+    await owner.collection('node_models').unsubscribe(nm.id)
+    return { id: nm.id, progress, serving }
+  }
+
+  it('links, downloads, serves, streams a chat answer and pays the node owner', async () => {
+    const owner = await signUp(server, 'host')
+    await expect(link(owner, 'Refused box', 'deny')).rejects.toBeInstanceOf(LinkDeniedError)
+
+    const { nodeId } = await agentFor(owner, 'Stories box')
+    const stories = await modelId(server)
+    const { progress, serving } = await serve(owner, nodeId, stories)
+    expect(progress.at(-1)).toBe('100')
+    expect(serving.tokens_per_second).toBeGreaterThan(0)
+    expect((await owner.collection('nodes').getOne(nodeId)).status).toBe('online')
+
+    const pb = await signUp(server, 'reader')
+    const conv = await pb.collection('conversations').create({ title: 'New Chat', user: pb.authStore.record!.id, model: stories })
+    const prompt = 'Once upon a time, there was a little dog'
+    const partials: string[] = []
+    let finish: (r: Record<string, unknown>) => void = () => {}
+    const completed = new Promise<Record<string, unknown>>((r) => (finish = r))
+    const sent = await postJson(server, '/api/chat/send', { conversation_id: conv.id, model_id: stories, prompt, temperature: 0.7 }, pb.authStore.token)
+    expect(sent.body).toMatchObject({ status: 'queued', position: 0 })
+    const id = sent.body.request_id as string
+    await pb.collection('requests').subscribe(id, (e) => {
+      if (e.record.is_partial && e.record.response) partials.push(String(e.record.response))
+      if (e.record.status === 'completed' || e.record.status === 'failed') finish(e.record)
+    })
+    const final = await completed
+    expect(final.status).toBe('completed')
+    expect(partials.length).toBeGreaterThan(1)
+    expect(String(final.response).length).toBeGreaterThan(partials[0].length)
+    expect(final.response).toMatch(/\w/)
+    expect(final).toMatchObject({ is_partial: false, node: nodeId, tokens_input: Math.floor(prompt.length / 4) })
+    expect(final.tokens_output).toBeGreaterThan(0)
+    expect(final.processing_time_ms).toBeGreaterThan(0)
+
+    const cost = (Number(final.tokens_input) + Number(final.tokens_output)) * 1
+    const debits = await pb.collection('user_credit_txs').getFullList({ filter: `type = "debit_inference_request"` })
+    expect(debits).toMatchObject([{ amount: cost, request: id, balance_after: 1000 - cost }])
+    const credits = await waitUntil(() => owner.collection('user_credit_txs').getFullList({ filter: `type = "credit_inference_request"` }).then((l) => l.length && l), 5000, 'credit')
+    expect(credits).toMatchObject([{ amount: cost, request: id, balance_after: 1000 + cost }])
+    const balance = await pb.collection('user_balances').getFirstListItem('')
+    expect(balance).toMatchObject({ balance: 1000 - cost, total_spent: cost })
+    await pb.collection('requests').unsubscribe()
+  })
+
+  it('serves a second model on a second node; node_count follows nodes going on and off', async () => {
+    const owner = await signUp(server, 'second')
+    const tiny = await modelId(server, 'llama-2-tiny-random')
+    const pb = await signUp(server, 'observer')
+    const count = async () => (await pb.collection('available_models').getOne(tiny)).node_count
+    expect(await count()).toBe(0)
+    const { agent, nodeId, home, linked } = await agentFor(owner, 'Tiny box')
+    await serve(owner, nodeId, tiny)
+    expect(await count()).toBe(1)
+
+    const conv = await pb.collection('conversations').create({ title: 'New Chat', user: pb.authStore.record!.id })
+    const prompt = 'Say something random please'
+    const sent = await postJson(server, '/api/chat/send', { conversation_id: conv.id, model_id: tiny, prompt }, pb.authStore.token)
+    const id = sent.body.request_id as string
+    const done = await waitUntil(async () => {
+      const r = await pb.collection('requests').getOne(id)
+      return r.status === 'completed' && r
+    }, 20_000, 'tiny completed')
+    const debits = await pb.collection('user_credit_txs').getFullList({ filter: `type = "debit_inference_request"` })
+    expect(debits[0].amount).toBe((done.tokens_input + done.tokens_output) * 2)
+
+    await agent.stop()
+    agents.splice(agents.indexOf(agent), 1)
+    await waitUntil(async () => (await count()) === 0, 5000, 'count 0')
+    const back = await startAgent({ server: server.url, nodeId, credential: linked.credential, home, threads: 1, gpu: false, heartbeatIntervalMs: 1000 })
+    agents.push(back)
+    await waitUntil(async () => (await count()) === 1, 20_000, 'count 1')
+  })
+})
