@@ -5,6 +5,16 @@ import { readFile } from 'node:fs/promises'
 import { extname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { chromium } from 'playwright-core'
+import { createRequire } from 'node:module'
+
+const axeSource = await readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8')
+async function axe(page, label) {
+  await page.addScriptTag({ content: axeSource })
+  const result = await page.evaluate(async () => await globalThis.axe.run(document, { resultTypes: ['violations'] }))
+  for (const v of result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')) {
+    console.log(`axe ${label}: ${v.impact} ${v.id}: ${v.help} -> ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(' | ')}`)
+  }
+}
 
 const dist = fileURLToPath(new URL('../dist/', import.meta.url))
 const outDir = process.argv[2] ?? '/tmp/shots'
@@ -129,6 +139,7 @@ for (const theme of ['light', 'dark']) {
       await page.goto(base + path)
       await page.waitForTimeout(900)
       await page.screenshot({ path: `${outDir}/${name}-${theme}-${width}.png` })
+      if (width === 1280) await axe(page, `${name}-${theme}`)
     }
     await ctx.close()
   }
@@ -159,16 +170,19 @@ for (const width of [1280, 390]) {
   await page.getByRole('button', { name: 'Account menu' }).click()
   await page.waitForTimeout(300)
   await page.screenshot({ path: `${outDir}/x-user-menu-${width}.png` })
+  await axe(page, 'user-menu')
   await page.keyboard.press('Escape')
   await page.goto(`${base}/chat?c=c3`)
   await page.waitForTimeout(600)
-  await page.getByRole('button', { name: 'Select model' }).click()
+  await page.getByRole('button', { name: /^Model:/ }).click()
   await page.waitForTimeout(300)
   await page.screenshot({ path: `${outDir}/x-model-picker-${width}.png` })
+  await axe(page, 'model-picker')
   await page.keyboard.press('Escape')
   await page.getByRole('button', { name: 'Chat settings' }).click()
   await page.waitForTimeout(300)
   await page.screenshot({ path: `${outDir}/x-settings-${width}.png` })
+  await axe(page, 'settings')
   await page.keyboard.press('Escape')
   await page.getByRole('textbox', { name: 'Message' }).fill('Tell me a story\nwith two lines')
   await page.getByRole('textbox', { name: 'Message' }).press('Enter')

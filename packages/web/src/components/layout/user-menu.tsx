@@ -17,7 +17,7 @@ export function UserMenu() {
   const initial = (email.charAt(0) || '?').toUpperCase()
 
   return (
-    <DropdownMenu.Root>
+    <DropdownMenu.Root modal={false}>
       <DropdownMenu.Trigger
         aria-label="Account menu"
         className="focus-ring flex h-9 w-9 items-center justify-center rounded-full bg-brand-600 text-sm font-semibold text-white shadow-sm hover:bg-brand-700"

@@ -66,5 +66,5 @@ export function formatAmount(tx: Pick<TransactionRecord, 'type' | 'amount'>): st
 
 /** Tailwind colour classes: credits green, debits red. */
 export function amountClass(type: string): string {
-  return isCredit(type) ? 'text-emerald-600 dark:text-emerald-400' : 'text-red-600 dark:text-red-400'
+  return isCredit(type) ? 'text-emerald-700 dark:text-emerald-400' : 'text-red-600 dark:text-red-400'
 }

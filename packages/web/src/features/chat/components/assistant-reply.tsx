@@ -113,7 +113,7 @@ export const AssistantReply = memo(function AssistantReply(props: AssistantReply
         <MarkdownContent text={text} />
       </Suspense>
       {showCosts && status === 'completed' && !typing && (
-        <p className="mt-2 text-xs text-slate-500 dark:text-slate-400">Cost: {cost} tokens</p>
+        <p className="mt-2 text-xs text-slate-600 dark:text-slate-400">Cost: {cost} tokens</p>
       )}
     </div>
   )

@@ -14,12 +14,12 @@ export interface ModelPickerProps {
 export function ModelPicker({ models, loading, selected, onSelect }: ModelPickerProps) {
   const noneOnline = models.length > 0 && models.every((m) => !m.isAvailable)
   return (
-    <DropdownMenu.Root>
+    <DropdownMenu.Root modal={false}>
       <DropdownMenu.Trigger
-        aria-label="Select model"
         className="focus-ring inline-flex max-w-full items-center gap-2 rounded-lg border border-slate-300 bg-white px-3 py-2 text-sm font-medium text-slate-800 shadow-sm hover:bg-slate-50 dark:border-slate-700 dark:bg-slate-900 dark:text-slate-100 dark:hover:bg-slate-800"
       >
         <Cpu className="h-4 w-4 shrink-0 text-brand-600 dark:text-brand-400" aria-hidden />
+        <span className="sr-only">Model: </span>
         <span className="truncate">{selected ? selected.name : loading ? 'Loading models...' : 'Select a model'}</span>
         <ChevronDown className="h-4 w-4 shrink-0 text-slate-400" aria-hidden />
       </DropdownMenu.Trigger>
@@ -52,9 +52,9 @@ export function ModelPicker({ models, loading, selected, onSelect }: ModelPicker
                   )}
                 </div>
                 <p className="mt-0.5 line-clamp-2 text-xs text-slate-500 dark:text-slate-400">{m.description}</p>
-                <p className="mt-1 flex gap-3 text-[11px] font-medium text-slate-500 dark:text-slate-400">
+                <p className="mt-1 flex gap-3 text-[11px] font-medium text-slate-600 dark:text-slate-400">
                   <span>{m.creditMultiplier}x credits</span>
-                  <span className={cn(m.isAvailable ? 'text-emerald-600 dark:text-emerald-400' : '')}>
+                  <span className={cn(m.isAvailable ? 'text-emerald-700 dark:text-emerald-400' : '')}>
                     {nodeCountLabel(m.nodeCount)}
                   </span>
                 </p>
