@@ -222,6 +222,38 @@ describe.each(testDialects())('record filters on %s', (dialect) => {
     ).toBe(true)
   })
 
+  it('without a client flag, leaves values the caller may not read to SQL', () => {
+    const row = (table: string, id: string) => allRows[table].find((r) => r.id === id)!
+    const rb1 = row('requests', 'rb1')
+    const secret = "prompt ~ 'secret'"
+    expect(evaluateRecordFilter('requests', secret, rb1, context(alice))).toBeUndefined()
+    expect(evaluateRecordFilter('requests', secret, rb1, context(alice), { client: true })).toBe(
+      false,
+    )
+    expect(evaluateRecordFilter('requests', secret, rb1, context(alice), { client: false })).toBe(
+      true,
+    )
+    expect(evaluateRecordFilter('requests', secret, rb1, context(bob))).toBe(true)
+    expect(evaluateRecordFilter('requests', `${secret} && status = 'x'`, rb1, context(alice))).toBe(
+      false,
+    )
+    const ua = row('users', 'ua')
+    expect(evaluateRecordFilter('users', "tokenKey = 'tkA'", ua, context(alice))).toBeUndefined()
+    expect(
+      evaluateRecordFilter('users', "tokenKey = 'tkA'", ua, context(alice), { client: false }),
+    ).toBe(true)
+    expect(() =>
+      evaluateRecordFilter('users', "tokenKey = 'tkA'", ua, context(alice), { client: true }),
+    ).toThrow(FilterError)
+    expect(
+      evaluateRecordFilter('users', "email ~ 'carol'", row('users', 'uc'), context(alice)),
+    ).toBeUndefined()
+    expect(evaluateRecordFilter('users', "email ~ 'bob'", row('users', 'ub'), context(alice))).toBe(
+      true,
+    )
+    expect(evaluateRecordFilter('users', "email ~ 'alice'", ua, context(alice))).toBe(true)
+  })
+
   it('guests: @request.auth.* is NULL', async () => {
     const ctx = context(null)
     expect(await ids('requests', "@request.auth.id != ''", ctx, false)).toEqual([])

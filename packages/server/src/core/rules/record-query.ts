@@ -102,19 +102,24 @@ export function compileOwnerCheck(
 /**
  * Evaluates a rule or filter against one record (column values as stored; bools as 0/1 or
  * booleans). Undefined when the answer needs the database (relation paths, back-relations), so the
- * caller falls back to SQL. Same semantics as the compiled SQL.
+ * caller falls back to SQL. Same semantics as the compiled SQL. Pass `{ client }` as for
+ * compileRecordFilter; without it, hidden fields and private values the caller may not read give
+ * undefined, so the SQL fallback (compiled with the right flag) decides.
  */
 export function evaluateRecordFilter(
   collectionName: string,
   text: string,
   record: Record<string, unknown>,
   ctx: QueryContext,
-  opts: CompileOptions = { client: false },
+  opts?: CompileOptions,
 ): boolean | undefined {
   const collection = collectionOf(collectionName)
   const expr = parseCached(text)
-  if (opts.client) checkClientIdentifiers(expr)
-  return evaluateFilter(expr, new RecordValueResolver(collection, record, ctx, opts.client))
+  if (opts?.client) checkClientIdentifiers(expr)
+  return evaluateFilter(
+    expr,
+    new RecordValueResolver(collection, record, ctx, opts?.client ?? 'auto'),
+  )
 }
 
 function checkClientIdentifiers(expr: FilterExpr) {

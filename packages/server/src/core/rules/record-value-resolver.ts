@@ -25,17 +25,18 @@ export class RecordValueResolver implements ValueResolver {
     private readonly collection: CollectionDef,
     private readonly record: Record<string, unknown>,
     private readonly ctx: QueryContext,
-    private readonly client: boolean,
+    /** 'auto': the caller didn't say; values that only some callers may read are left to SQL. */
+    private readonly client: boolean | 'auto',
   ) {}
 
   resolve(operand: IdentifierOperand): EvalOperand | undefined {
     const [head] = operand.path
     if (head === '@collection') {
-      if (this.client)
+      if (this.client === true)
         throw new FilterError('Only superusers can filter by @collection.', { forbidden: true })
       throw invalidFilter('@collection is not supported')
     }
-    if (head === '@request' && this.client) {
+    if (head === '@request' && this.client === true) {
       throw new FilterError('Only superusers can filter by @request.', { forbidden: true })
     }
     const known = resolveKnown(operand, this.collection, this.ctx)
@@ -92,7 +93,10 @@ export class RecordValueResolver implements ValueResolver {
         continue
       }
       const field = segment === 'id' ? idField : findField(collection, segment)
-      if (!field || (this.client && field.hidden)) throw invalidFilter(`unknown field "${segment}"`)
+      if (!field || (this.client === true && field.hidden)) {
+        throw invalidFilter(`unknown field "${segment}"`)
+      }
+      if (field.hidden && this.client === 'auto') local = false
       if (last) {
         if (operand.modifier === 'length' && !multi) throw modifierError(operand)
         if (operand.modifier === 'each') throw modifierError(operand)
@@ -122,7 +126,7 @@ export class RecordValueResolver implements ValueResolver {
   }
 
   private checkListable(collection: CollectionDef, operand: IdentifierOperand) {
-    if (this.client && collection.listRule === null) {
+    if (this.client === true && collection.listRule === null) {
       throw invalidFilter(
         `"${operand.name}" reaches into "${collection.name}", which can't be listed`,
       )
@@ -133,15 +137,16 @@ export class RecordValueResolver implements ValueResolver {
   private fieldOperand(field: FieldDef): EvalOperand | undefined {
     const kind = fieldKind(field)
     const value = { kind, value: fieldValue(field, this.record[field.name]), isLiteral: false }
-    if (!this.client) return value
+    if (this.client === false) return value
+    const hidden = this.client === 'auto' ? undefined : { ...value, value: null }
     if (field.private) {
-      if (!this.collection.ownerRule) return { ...value, value: null }
+      if (!this.collection.ownerRule) return hidden
       const owner = evaluateFilter(
         parseCached(this.collection.ownerRule),
         new RecordValueResolver(this.collection, this.record, this.ctx, false),
       )
       if (owner === undefined) return undefined
-      return owner ? value : { ...value, value: null }
+      return owner ? value : hidden
     }
     if (this.collection.type === 'auth' && field.name === 'email') {
       const visible =
@@ -150,7 +155,7 @@ export class RecordValueResolver implements ValueResolver {
         typeof this.ctx.auth?.id === 'string' &&
         this.ctx.auth.id !== '' &&
         this.ctx.auth.id === this.record.id
-      return visible || self ? value : { ...value, value: null }
+      return visible || self ? value : hidden
     }
     return value
   }
