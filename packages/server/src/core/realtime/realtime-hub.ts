@@ -71,6 +71,7 @@ export class RealtimeHub {
   async publish(event: RealtimeEvent): Promise<void> {
     const id = event.row.id as string
     const cache = new Map<string, Promise<boolean>>()
+    const payloads = new Map<string, Promise<string>>()
     const tasks: Promise<void>[] = []
     for (const client of this.clients.values()) {
       const caller = client.caller
@@ -78,7 +79,7 @@ export class RealtimeHub {
       for (const sub of client.subscriptions.values()) {
         if (sub.collection.name !== event.collection.name) continue
         if (sub.recordId !== '*' && sub.recordId !== id) continue
-        tasks.push(this.deliver(client, caller, sub, event, cache))
+        tasks.push(this.deliver(client, caller, sub, event, cache, payloads))
       }
     }
     await Promise.all(tasks)
@@ -90,6 +91,7 @@ export class RealtimeHub {
     sub: Subscription,
     event: RealtimeEvent,
     cache: Map<string, Promise<boolean>>,
+    payloads: Map<string, Promise<string>>,
   ): Promise<void> {
     const collection = event.collection
     const rule = sub.recordId === '*' ? collection.listRule : collection.viewRule
@@ -105,17 +107,31 @@ export class RealtimeHub {
       if (sub.filter && !(await check(sub.filter, !caller.superuser))) return
       const owner = caller.superuser || !collection.ownerRule || (await check(collection.ownerRule, false))
       const self = collection.type === 'auth' && caller.auth?.id === event.row.id
-      let record: Record<string, unknown> = serializeRecord(collection, event.row, { owner, self, superuser: caller.superuser })
-      if (sub.expand && event.action !== 'delete') {
-        await expandRecords(this.database, caller, collection, [record], parseExpand(sub.expand))
+      // Subscribers who see the record the same way share one serialised payload.
+      const variant = sub.expand
+        ? `${caller.auth?.id}\u0000${sub.expand}\u0000${sub.fields ?? ''}`
+        : `${owner}\u0000${self}\u0000${caller.superuser}\u0000${sub.fields ?? ''}`
+      let payload = payloads.get(variant)
+      if (!payload) {
+        payload = this.payload(caller, sub, event, owner, self)
+        payloads.set(variant, payload)
       }
-      if (sub.fields) {
-        const pick = parseFields(sub.fields)
-        if (pick) record = pickFields(record, pick) as Record<string, unknown>
-      }
-      client.send(sub.key, JSON.stringify({ action: event.action, record }))
+      client.send(sub.key, await payload)
     } catch {
       // One subscriber's failing check must not stop delivery to the others.
     }
+  }
+
+  private async payload(caller: Caller, sub: Subscription, event: RealtimeEvent, owner: boolean, self: boolean) {
+    const collection = event.collection
+    let record: Record<string, unknown> = serializeRecord(collection, event.row, { owner, self, superuser: caller.superuser })
+    if (sub.expand && event.action !== 'delete') {
+      await expandRecords(this.database, caller, collection, [record], parseExpand(sub.expand))
+    }
+    if (sub.fields) {
+      const pick = parseFields(sub.fields)
+      if (pick) record = pickFields(record, pick) as Record<string, unknown>
+    }
+    return JSON.stringify({ action: event.action, record })
   }
 }
