@@ -25,7 +25,7 @@ export async function holds(
   if (!expression.trim()) return true
   const ctx: QueryContext = { dialect: database.dialect, auth: caller.auth, now: new Date() }
   try {
-    const quick = evaluateRecordFilter(collection.name, expression, row, ctx)
+    const quick = evaluateRecordFilter(collection.name, expression, row, ctx, { client })
     if (quick !== undefined) return quick
     const joins = new JoinSet()
     const where = compileRecordFilter(collection.name, expression, ctx, joins, { client })
