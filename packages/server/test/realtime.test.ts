@@ -108,6 +108,22 @@ describe.each(dialects)('realtime [%s]', (dialect) => {
     bob.realtime.unsubscribe()
   })
 
+  it('never lets a subscription filter probe private fields of others', async () => {
+    const aliceId = alice.authStore.record!.id
+    const conv = await alice.collection('conversations').create({ model, title: 'private' })
+    const probe = collector()
+    const control = collector()
+    await bob.collection('requests').subscribe('*', probe.push, { filter: 'prompt ~ "secret"' })
+    await bob.collection('requests').subscribe('*', control.push, { filter: 'status = "completed"' })
+    await createAsServer(server, 'requests', { user: aliceId, conversation: conv.id, model, prompt: 'a secret prompt', status: 'completed' })
+    await control.waitFor(1)
+    await settle()
+    expect(control.events).toHaveLength(1)
+    expect(control.events[0].record).not.toHaveProperty('prompt')
+    expect(probe.events).toEqual([])
+    bob.realtime.unsubscribe()
+  })
+
   it('refuses subscriptions for unknown clients and identity changes on a stream', async () => {
     const unknown = await fetch(`${server.url}/api/realtime`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ clientId: 'nope', subscriptions: [] }) })
     expect(unknown.status).toBe(404)
