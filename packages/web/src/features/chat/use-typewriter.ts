@@ -24,10 +24,11 @@ export function useTypewriter(text: string, animate: boolean): string {
     }
     if (shownRef.current >= text.length) return
     let frame = 0
-    let start = performance.now()
-    let base = shownRef.current
-    const tick = (now: number) => {
-      const next = typedLength(base, now - start, text.length)
+    const start = performance.now()
+    const base = shownRef.current
+    const tick = () => {
+      // performance.now() rather than the frame timestamp: the latter can predate `start`.
+      const next = Math.max(shownRef.current, typedLength(base, performance.now() - start, text.length))
       if (next !== shownRef.current) {
         shownRef.current = next
         setShown(next)
@@ -35,11 +36,7 @@ export function useTypewriter(text: string, animate: boolean): string {
       if (next < text.length) frame = requestAnimationFrame(tick)
     }
     frame = requestAnimationFrame(tick)
-    return () => {
-      cancelAnimationFrame(frame)
-      start = 0
-      base = 0
-    }
+    return () => cancelAnimationFrame(frame)
   }, [text, animate])
 
   return text.slice(0, Math.min(shown, text.length))

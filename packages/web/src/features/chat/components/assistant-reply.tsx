@@ -32,8 +32,11 @@ export const AssistantReply = memo(function AssistantReply(props: AssistantReply
   const [retrying, setRetrying] = useState(false)
   const settledRef = useRef(false)
 
+  // The history record that was current when Retry succeeded: stale until history refetches.
+  const [staleRecord, setStaleRecord] = useState<RequestRecord | null>(null)
   // A live record (stream or retry) wins over history until history catches up to a final state.
-  const current = liveRecord && !(record && isTerminal(record.status) && !isTerminal(liveRecord.status)) ? liveRecord : record
+  const historyIsFinal = !!record && record !== staleRecord && isTerminal(record.status)
+  const current = liveRecord && !(historyIsFinal && !isTerminal(liveRecord.status)) ? liveRecord : record
   const status = current?.status ?? 'pending'
   const streaming = !!requestId && !sendError && !isTerminal(status)
 
@@ -65,6 +68,7 @@ export const AssistantReply = memo(function AssistantReply(props: AssistantReply
         if (result.status !== 'success') throw new Error(result.message)
         settledRef.current = false
         setAnimate(true)
+        if (record) setStaleRecord(record)
         setLiveRecord({ ...(current as RequestRecord), status: 'pending', response: '', error_message: '', is_partial: false })
       } catch (err) {
         const message = errorMessage(err, '')
