@@ -65,8 +65,11 @@ export async function settleRequest(db: Db, c: Completion): Promise<SettledReque
     const user = String(request.user)
     const reserved = Number(request.reserved ?? 0)
     // The cost can never exceed the hold: output is capped by the reservation's output cap.
-    const cost = Math.min(requestCost(c.tokensInput, c.tokensOutput, Number(request.credit_multiplier ?? 1)), reserved)
+    let cost = Math.min(requestCost(c.tokensInput, c.tokensOutput, Number(request.credit_multiplier ?? 1)), reserved)
     await releaseHold(trx, user, reserved)
+    // An admin debit during the job may have taken part of the held credits: never overdraw.
+    const balance = await trx.selectFrom('user_balances').select('balance').where('user', '=', user).executeTakeFirst()
+    cost = Math.max(0, Math.min(cost, Number(balance?.balance ?? 0)))
     if (cost > 0) {
       await applyEntry(trx, {
         user,

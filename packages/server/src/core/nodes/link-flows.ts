@@ -96,7 +96,12 @@ export class LinkFlows {
       if (!flow || flow.device_secret_hash !== sha256Hex(deviceSecret)) {
         throw new ApiError(400, 'Invalid authorization request.')
       }
-      if (flow.status === 'failed') throw new ApiError(403, String(flow.error || DENIED_MESSAGE))
+      if (flow.status === 'failed') {
+        // Sent as written: the node recognises a denial by its message (docs/node-protocol.md).
+        const denied = new ApiError(400, DENIED_MESSAGE)
+        denied.message = String(flow.error || DENIED_MESSAGE)
+        throw denied
+      }
       if (flow.status === 'approved') {
         // Hand the credential out exactly once.
         const taken = await this.database.db
