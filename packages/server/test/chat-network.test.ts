@@ -193,6 +193,12 @@ describe.each(dialects)('[%s] chat send, scheduler and credits', (dialect) => {
     const answers = await Promise.all(Array.from({ length: 20 }, () => send(pb, { conversation_id: conv, model_id: stories, prompt })))
     const accepted = answers.filter((a) => a.status === 200)
     expect(accepted).toHaveLength(5)
+    // Four slots: the fifth request waits in the queue while the others run.
+    await waitUntil(async () => {
+      const rows = await server.core.database.db.selectFrom('requests').select('status').where('user', '=', userId(pb)).execute()
+      const count = (s: string) => rows.filter((r) => r.status === s).length
+      return count('processing') === 4 && count('pending') === 1
+    }, 5000, 'four running, one queued')
     for (const refused of answers.filter((a) => a.status !== 200)) expect(refused.body.message).toMatch(/Insufficient credits/)
     await waitUntil(async () => {
       const rows = await server.core.database.db.selectFrom('requests').select('status').where('user', '=', userId(pb)).execute()

@@ -20,6 +20,8 @@ const haveModels = existsSync(join(mirror, 'stories260K.gguf'))
 describe.each(dialects)('[%s] end to end with llama.cpp', (dialect) => {
   let server: TestServer
   const agents: RunningAgent[] = []
+  const agentsByNode = new Map<string, RunningAgent>()
+  let storiesOwner: PocketBase
   const homes: string[] = []
 
   beforeAll(async () => {
@@ -51,6 +53,7 @@ describe.each(dialects)('[%s] end to end with llama.cpp', (dialect) => {
     homes.push(home)
     const agent = await startAgent({ server: server.url, nodeId: linked.nodeId, credential: linked.credential, home, threads: 1, gpu: false, heartbeatIntervalMs: 1000, progressIntervalMs: 20 })
     agents.push(agent)
+    agentsByNode.set(linked.nodeId, agent)
     return { agent, nodeId: linked.nodeId, home, linked }
   }
 
@@ -70,6 +73,7 @@ describe.each(dialects)('[%s] end to end with llama.cpp', (dialect) => {
 
   it('links, downloads, serves, streams a chat answer and pays the node owner', async () => {
     const owner = await signUp(server, 'host')
+    storiesOwner = owner
     await expect(link(owner, 'Refused box', 'deny')).rejects.toBeInstanceOf(LinkDeniedError)
 
     const { nodeId } = await agentFor(owner, 'Stories box')
@@ -138,5 +142,38 @@ describe.each(dialects)('[%s] end to end with llama.cpp', (dialect) => {
     const back = await startAgent({ server: server.url, nodeId, credential: linked.credential, home, threads: 1, gpu: false, heartbeatIntervalMs: 1000 })
     agents.push(back)
     await waitUntil(async () => (await count()) === 1, 20_000, 'count 1')
+  })
+
+  it('finishes a job on another node when its node is stopped mid-stream, charging once', async () => {
+    const stories = await modelId(server)
+    const { nodeId: spare } = await agentFor(storiesOwner, 'Spare box')
+    await serve(storiesOwner, spare, stories)
+    const pb = await signUp(server, 'patient')
+    const conv = await pb.collection('conversations').create({ title: 'New Chat', user: pb.authStore.record!.id })
+    let firstNode = ''
+    let resolvePartial: () => void = () => {}
+    const partial = new Promise<void>((r) => (resolvePartial = r))
+    const sent = await postJson(server, '/api/chat/send', { conversation_id: conv.id, model_id: stories, prompt: 'The cat sat' }, pb.authStore.token)
+    const id = sent.body.request_id as string
+    await pb.collection('requests').subscribe(id, (e) => {
+      if (e.record.is_partial && e.record.response && !firstNode) {
+        firstNode = String(e.record.node)
+        resolvePartial()
+      }
+    })
+    await partial
+    const victim = agentsByNode.get(firstNode)!
+    await victim.stop()
+    agents.splice(agents.indexOf(victim), 1)
+    const done = await waitUntil(async () => {
+      const r = await pb.collection('requests').getOne(id)
+      return (r.status === 'completed' || r.status === 'failed') && r
+    }, 20_000, 'finished')
+    expect(done.status).toBe('completed')
+    expect(done.node).not.toBe(firstNode)
+    const debits = await pb.collection('user_credit_txs').getFullList({ filter: `type = "debit_inference_request"` })
+    expect(debits).toHaveLength(1)
+    expect(debits[0].amount).toBe(done.tokens_input + done.tokens_output)
+    await pb.collection('requests').unsubscribe()
   })
 })

@@ -118,4 +118,19 @@ describe.each(dialects)('[%s] device link flow and node gateway', (dialect) => {
     await waitUntil(async () => (await owner.collection('node_models').getOne(nmId)).is_serving === false, 5000, 'not serving')
     node.kill()
   })
+
+  it('closes the socket and revokes the credential of a deleted node', async () => {
+    const owner = await signUp(server, 'deleter')
+    const { nodeId, credential } = await linkNode(server, owner)
+    const node = new FakeNode(server, nodeId, credential)
+    await node.connect()
+    const closed = new Promise<void>((r) => node.ws.once('close', () => r()))
+    await owner.collection('nodes').delete(nodeId)
+    await closed
+    await waitUntil(async () => {
+      const rows = await server.core.database.db.selectFrom('_node_credentials').select('revoked').where('node', '=', nodeId).execute()
+      return rows.every((r) => Number(r.revoked) === 1)
+    }, 5000, 'revoked')
+    expect(await new FakeNode(server, nodeId, credential).connect()).toBe(401)
+  })
 })
