@@ -1,0 +1,110 @@
+import { CheckCircle2, Download, Loader2, Play, Square, Trash2, X } from 'lucide-react'
+import { Button } from '../../../components/button.tsx'
+import { formatGigabytes, formatTokensPerSecond } from '../../../lib/format.ts'
+import { modelLabel } from '../../../lib/node-records.ts'
+import { canDeleteModel, nodeModelPhase, parseDownloadPercent, type ModelEntry } from '../node-model-state.ts'
+import type { NodeModelAction } from '../nodes-api.ts'
+
+export interface NodeModelRowProps {
+  entry: ModelEntry
+  busy: boolean
+  onAction: (action: NodeModelAction) => void
+}
+
+const DELETE_CONFIRM = 'Are you sure you want to delete this model? This will remove the downloaded files from your node.'
+
+/** One catalogue model on this node, with the lifecycle buttons of spec §4. */
+export function NodeModelRow({ entry, busy, onAction }: NodeModelRowProps) {
+  const { model, record } = entry
+  const phase = nodeModelPhase(record)
+  const percent = parseDownloadPercent(record?.download_progress)
+  return (
+    <li className="rounded-lg border border-slate-200 p-3 dark:border-slate-800">
+      <div className="flex flex-wrap items-start justify-between gap-3">
+        <div className="min-w-0">
+          <p className="truncate font-medium text-slate-900 dark:text-white">{modelLabel(model)}</p>
+          <p className="mt-0.5 flex flex-wrap gap-x-3 text-xs text-slate-500 dark:text-slate-400">
+            {model.file_size_bytes ? <span>{formatGigabytes(model.file_size_bytes)}</span> : null}
+            {phase === 'serving' && (
+              <span className="inline-flex items-center gap-1 font-medium text-emerald-700 dark:text-emerald-300">
+                <CheckCircle2 className="h-3.5 w-3.5" aria-hidden />
+                Serving · {formatTokensPerSecond(record?.tokens_per_second ?? 0)}
+              </span>
+            )}
+            {phase === 'downloaded' && (
+              <span className="font-medium text-slate-700 dark:text-slate-300">
+                {record?.requested_serving ? 'Starting...' : 'Downloaded'}
+              </span>
+            )}
+          </p>
+        </div>
+        <div className="flex flex-wrap items-center gap-2">
+          {phase === 'not-downloaded' && (
+            <Button size="sm" variant="outline" disabled={busy} onClick={() => onAction({ kind: 'download', modelId: model.id })}>
+              <Download className="h-4 w-4" aria-hidden />
+              Download
+            </Button>
+          )}
+          {phase === 'downloading' && record && (
+            <Button size="sm" variant="outline" disabled={busy} onClick={() => onAction({ kind: 'cancel', recordId: record.id })}>
+              <X className="h-4 w-4" aria-hidden />
+              Cancel
+            </Button>
+          )}
+          {canDeleteModel(record) && record && (
+            <Button
+              size="sm"
+              variant="ghost"
+              disabled={busy}
+              className="text-red-600 hover:text-red-700 dark:text-red-400"
+              onClick={() => {
+                if (window.confirm(DELETE_CONFIRM)) onAction({ kind: 'delete', recordId: record.id })
+              }}
+            >
+              <Trash2 className="h-4 w-4" aria-hidden />
+              Delete
+            </Button>
+          )}
+          {phase === 'downloaded' && record && (
+            <Button size="sm" disabled={busy || record.requested_serving} onClick={() => onAction({ kind: 'serve', recordId: record.id })}>
+              <Play className="h-4 w-4" aria-hidden />
+              Start Serving
+            </Button>
+          )}
+          {phase === 'serving' && record && (
+            <Button size="sm" variant="secondary" disabled={busy} onClick={() => onAction({ kind: 'stop', recordId: record.id })}>
+              <Square className="h-4 w-4" aria-hidden />
+              Stop Serving
+            </Button>
+          )}
+        </div>
+      </div>
+      {phase === 'downloading' && (
+        <div className="mt-3">
+          <div className="mb-1 flex items-center justify-between text-xs text-slate-600 dark:text-slate-400">
+            <span className="inline-flex items-center gap-1">
+              <Loader2 className="h-3.5 w-3.5 animate-spin" aria-hidden />
+              Downloading
+            </span>
+            <span className="tabular-nums">{percent.toFixed(0)}%</span>
+          </div>
+          <div
+            role="progressbar"
+            aria-label={`Downloading ${modelLabel(model)}`}
+            aria-valuemin={0}
+            aria-valuemax={100}
+            aria-valuenow={Math.round(percent)}
+            className="h-2 overflow-hidden rounded-full bg-slate-200 dark:bg-slate-800"
+          >
+            <div className="h-full rounded-full bg-brand-600 transition-[width]" style={{ width: `${percent}%` }} />
+          </div>
+        </div>
+      )}
+      {record?.error_message && (
+        <p role="alert" className="mt-2 rounded-md bg-red-50 px-2 py-1 text-xs text-red-700 dark:bg-red-500/10 dark:text-red-300">
+          {record.error_message}
+        </p>
+      )}
+    </li>
+  )
+}
