@@ -15,12 +15,17 @@ const config = configFromEnv()
 if (!config.modelMirror && existsSync(defaultMirror)) config.modelMirror = defaultMirror
 const server = await startServer(config)
 const db = server.core.database.dialect === 'sqlite' ? `SQLite in ${config.dataDir}` : 'PostgreSQL'
-console.log(`Meshwork coordinator listening on http://localhost:${server.port} (${db}, bus: ${server.core.bus.kind})`)
+console.log(
+  `Meshwork coordinator listening on http://localhost:${server.port} (${db}, bus: ${server.core.bus.kind})`,
+)
 
 let localNode: LocalNode | null = null
 if (config.localNode) {
   try {
-    localNode = await startLocalNode(server.core, { server: server.url, home: localNodeHome(config.dataDir) })
+    localNode = await startLocalNode(server.core, {
+      server: server.url,
+      home: localNodeHome(config.dataDir),
+    })
     localNode.agent.events.on('model_status', (s) => {
       if (s.error_message) console.error(`Local node: ${s.error_message}`)
     })

@@ -7,7 +7,12 @@ import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { nodeAuthorizationHeader } from '@meshwork/protocol'
 import { addModel, adjustCredits, editModel } from '../src/cli/admin-commands.ts'
-import { ensureLocalNode, HOUSE_EMAIL, startLocalNode, type LocalNode } from '../src/local-node/start-local-node.ts'
+import {
+  ensureLocalNode,
+  HOUSE_EMAIL,
+  startLocalNode,
+  type LocalNode,
+} from '../src/local-node/start-local-node.ts'
 import { dialects, signUp, startTestServer, type TestServer } from './harness.ts'
 import { modelId } from './fixtures.ts'
 import { linkNode, postJson, waitUntil } from './support/network.ts'
@@ -32,10 +37,30 @@ describe.each(dialects)('[%s] admin commands, model downloads and the local node
   it('grants and debits credits by email, never below zero', async () => {
     const pb = await signUp(server, 'admined')
     const email = pb.authStore.record!.email as string
-    expect((await adjustCredits(server.core.database.db, { email, amount: 250, direction: 'credit' })).balanceAfter).toBe(1250)
-    expect((await adjustCredits(server.core.database.db, { email, amount: 50, direction: 'debit', description: 'refund' })).balanceAfter).toBe(1200)
-    await expect(adjustCredits(server.core.database.db, { email, amount: 5000, direction: 'debit' })).rejects.toThrow(/Insufficient/)
-    await expect(adjustCredits(server.core.database.db, { email: 'nobody@example.com', amount: 1, direction: 'credit' })).rejects.toThrow(/No user/)
+    expect(
+      (await adjustCredits(server.core.database.db, { email, amount: 250, direction: 'credit' }))
+        .balanceAfter,
+    ).toBe(1250)
+    expect(
+      (
+        await adjustCredits(server.core.database.db, {
+          email,
+          amount: 50,
+          direction: 'debit',
+          description: 'refund',
+        })
+      ).balanceAfter,
+    ).toBe(1200)
+    await expect(
+      adjustCredits(server.core.database.db, { email, amount: 5000, direction: 'debit' }),
+    ).rejects.toThrow(/Insufficient/)
+    await expect(
+      adjustCredits(server.core.database.db, {
+        email: 'nobody@example.com',
+        amount: 1,
+        direction: 'credit',
+      }),
+    ).rejects.toThrow(/No user/)
     const txs = await pb.collection('user_credit_txs').getFullList({ sort: 'created' })
     expect(txs.map((t) => [t.type, t.amount])).toEqual([
       ['credit_admin', 1000],
@@ -46,12 +71,31 @@ describe.each(dialects)('[%s] admin commands, model downloads and the local node
 
   it('adds and edits catalogue models', async () => {
     const db = server.core.database.db
-    const id = await addModel(db, { name: 'tiny-x', display_name: 'Tiny X', source_url: 'https://example.com/m/tiny-x.Q4.gguf', sha256: 'A'.repeat(64), file_size_bytes: 10, credit_multiplier: 3, sort_order: 9 })
+    const id = await addModel(db, {
+      name: 'tiny-x',
+      display_name: 'Tiny X',
+      source_url: 'https://example.com/m/tiny-x.Q4.gguf',
+      sha256: 'A'.repeat(64),
+      file_size_bytes: 10,
+      credit_multiplier: 3,
+      sort_order: 9,
+    })
     await expect(addModel(db, { name: 'tiny-x' })).rejects.toThrow(/exists/)
     await expect(addModel(db, { name: 'bad', sha256: 'xyz' })).rejects.toThrow(/sha256/)
     await editModel(db, 'tiny-x', { credit_multiplier: 4, is_active: false })
-    const row = await db.selectFrom('models').selectAll().where('id', '=', id).executeTakeFirstOrThrow()
-    expect(row).toMatchObject({ file_name: 'tiny-x.Q4.gguf', sha256: 'a'.repeat(64), credit_multiplier: 4, is_active: 0, display_name: 'Tiny X', sort_order: 9 })
+    const row = await db
+      .selectFrom('models')
+      .selectAll()
+      .where('id', '=', id)
+      .executeTakeFirstOrThrow()
+    expect(row).toMatchObject({
+      file_name: 'tiny-x.Q4.gguf',
+      sha256: 'a'.repeat(64),
+      credit_multiplier: 4,
+      is_active: 0,
+      display_name: 'Tiny X',
+      sort_order: 9,
+    })
   })
 
   it('serves model files to nodes only, from the mirror, with Range', async () => {
@@ -59,7 +103,10 @@ describe.each(dialects)('[%s] admin commands, model downloads and the local node
     const { nodeId, credential } = await linkNode(server, owner)
     const url = new URL(`/api/models/${await modelId(server)}/download`, server.url)
     expect((await fetch(url)).status).toBe(401)
-    expect((await fetch(url, { headers: { authorization: nodeAuthorizationHeader(nodeId, 'wrong') } })).status).toBe(401)
+    expect(
+      (await fetch(url, { headers: { authorization: nodeAuthorizationHeader(nodeId, 'wrong') } }))
+        .status,
+    ).toBe(401)
     const authorization = nodeAuthorizationHeader(nodeId, credential)
     const whole = await fetch(url, { headers: { authorization } })
     expect(whole.status).toBe(200)
@@ -69,26 +116,47 @@ describe.each(dialects)('[%s] admin commands, model downloads and the local node
     expect(part.status).toBe(206)
     expect(part.headers.get('content-range')).toBe(`bytes 100-${file.length - 1}/${file.length}`)
     expect(Buffer.from(await part.arrayBuffer()).equals(file.subarray(100))).toBe(true)
-    expect((await fetch(url, { headers: { authorization, range: `bytes=${file.length}-` } })).status).toBe(416)
+    expect(
+      (await fetch(url, { headers: { authorization, range: `bytes=${file.length}-` } })).status,
+    ).toBe(416)
   })
 
   it('runs the local node of the house account, idempotently, and answers a first chat', async () => {
     const first = await ensureLocalNode(server.core)
     const again = await ensureLocalNode(server.core)
     expect(again).toEqual(first)
-    const house = await server.core.database.db.selectFrom('users').selectAll().where('email', '=', HOUSE_EMAIL).execute()
+    const house = await server.core.database.db
+      .selectFrom('users')
+      .selectAll()
+      .where('email', '=', HOUSE_EMAIL)
+      .execute()
     expect(house).toHaveLength(1)
     local = await startLocalNode(server.core, { server: server.url, home, threads: 1 })
     expect(local.nodeId).toBe(first.nodeId)
     const pb = await signUp(server, 'newcomer')
     const stories = await modelId(server)
-    await waitUntil(async () => (await pb.collection('available_models').getOne(stories)).node_count >= 1, 30_000, 'local node serving')
-    const conv = await pb.collection('conversations').create({ title: 'New Chat', user: pb.authStore.record!.id })
-    const sent = await postJson(server, '/api/chat/send', { conversation_id: conv.id, model_id: stories, prompt: 'Once upon a time' }, pb.authStore.token)
-    const done = await waitUntil(async () => {
-      const r = await pb.collection('requests').getOne(sent.body.request_id as string)
-      return r.status === 'completed' && r
-    }, 20_000, 'answer')
+    await waitUntil(
+      async () => (await pb.collection('available_models').getOne(stories)).node_count >= 1,
+      30_000,
+      'local node serving',
+    )
+    const conv = await pb
+      .collection('conversations')
+      .create({ title: 'New Chat', user: pb.authStore.record!.id })
+    const sent = await postJson(
+      server,
+      '/api/chat/send',
+      { conversation_id: conv.id, model_id: stories, prompt: 'Once upon a time' },
+      pb.authStore.token,
+    )
+    const done = await waitUntil(
+      async () => {
+        const r = await pb.collection('requests').getOne(sent.body.request_id as string)
+        return r.status === 'completed' && r
+      },
+      20_000,
+      'answer',
+    )
     expect(done.node).toBe(local.nodeId)
   })
 })
@@ -97,13 +165,26 @@ describe('admin command line', () => {
   it('adds a model and lists it, on the database the environment names', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'meshwork-admin-'))
     const run = (...args: string[]) =>
-      promisify(execFile)('npx', ['tsx', 'src/cli/admin.ts', ...args], { cwd: serverRoot, env: { ...process.env, MESHWORK_DATA_DIR: dataDir } })
+      promisify(execFile)('npx', ['tsx', 'src/cli/admin.ts', ...args], {
+        cwd: serverRoot,
+        env: { ...process.env, MESHWORK_DATA_DIR: dataDir },
+      })
     try {
-      const added = await run('model-add', '--name', 'cli-model', '--source-url', 'https://example.com/cli.gguf', '--multiplier', '2')
+      const added = await run(
+        'model-add',
+        '--name',
+        'cli-model',
+        '--source-url',
+        'https://example.com/cli.gguf',
+        '--multiplier',
+        '2',
+      )
       expect(added.stdout).toMatch(/Added model [a-z0-9]{15}/)
       const listed = await run('models')
       expect(listed.stdout).toMatch(/cli-model\s+x2\s+active\s+cli\.gguf/)
-      await expect(run('credit', 'nobody@example.com', '5')).rejects.toMatchObject({ stderr: expect.stringMatching(/No user/) })
+      await expect(run('credit', 'nobody@example.com', '5')).rejects.toMatchObject({
+        stderr: expect.stringMatching(/No user/),
+      })
     } finally {
       rmSync(dataDir, { recursive: true, force: true })
     }

@@ -14,7 +14,11 @@ describe.each(dialects)('[%s] chat send, scheduler and credits', (dialect) => {
   let tiny: string
 
   beforeAll(async () => {
-    server = await startTestServer(dialect, {}, { network: { scheduler: { stallMs: 1000, offerTimeoutMs: 1000 }, maxOutputTokens: 100 } })
+    server = await startTestServer(
+      dialect,
+      {},
+      { network: { scheduler: { stallMs: 1000, offerTimeoutMs: 1000 }, maxOutputTokens: 100 } },
+    )
     stories = await modelId(server)
     tiny = await modelId(server, 'llama-2-tiny-random')
   })
@@ -23,11 +27,28 @@ describe.each(dialects)('[%s] chat send, scheduler and credits', (dialect) => {
   })
 
   const userId = (pb: PocketBase) => pb.authStore.record!.id
-  const send = (pb: PocketBase, body: Record<string, unknown>) => postJson(server, '/api/chat/send', body, pb.authStore.token)
-  const request = (id: string) => server.core.database.db.selectFrom('requests').selectAll().where('id', '=', id).executeTakeFirstOrThrow()
-  const balance = (user: string) => server.core.database.db.selectFrom('user_balances').selectAll().where('user', '=', user).executeTakeFirstOrThrow()
-  const txs = (user: string) => server.core.database.db.selectFrom('user_credit_txs').selectAll().where('user', '=', user).execute()
-  const conversation = async (pb: PocketBase) => (await pb.collection('conversations').create({ title: 'New Chat', user: userId(pb) })).id
+  const send = (pb: PocketBase, body: Record<string, unknown>) =>
+    postJson(server, '/api/chat/send', body, pb.authStore.token)
+  const request = (id: string) =>
+    server.core.database.db
+      .selectFrom('requests')
+      .selectAll()
+      .where('id', '=', id)
+      .executeTakeFirstOrThrow()
+  const balance = (user: string) =>
+    server.core.database.db
+      .selectFrom('user_balances')
+      .selectAll()
+      .where('user', '=', user)
+      .executeTakeFirstOrThrow()
+  const txs = (user: string) =>
+    server.core.database.db
+      .selectFrom('user_credit_txs')
+      .selectAll()
+      .where('user', '=', user)
+      .execute()
+  const conversation = async (pb: PocketBase) =>
+    (await pb.collection('conversations').create({ title: 'New Chat', user: userId(pb) })).id
 
   /** A provider with one linked, connected node serving `model`. */
   async function provider(model: string, maxJobs = 1) {
@@ -43,13 +64,28 @@ describe.each(dialects)('[%s] chat send, scheduler and credits', (dialect) => {
     const pb = await signUp(server, 'validator')
     const other = await signUp(server, 'other')
     const conv = await conversation(pb)
-    expect((await send(pb, { model_id: stories, prompt: 'hi' })).body.message).toBe('Conversation ID is required')
-    expect((await send(pb, { conversation_id: conv, prompt: 'hi' })).body.message).toBe('Model ID is required')
+    expect((await send(pb, { model_id: stories, prompt: 'hi' })).body.message).toBe(
+      'Conversation ID is required',
+    )
+    expect((await send(pb, { conversation_id: conv, prompt: 'hi' })).body.message).toBe(
+      'Model ID is required',
+    )
     const foreign = await send(other, { conversation_id: conv, model_id: stories, prompt: 'hi' })
     expect(foreign.body.message).toBe('Conversation does not belong to current user')
     const offline = await send(pb, { conversation_id: conv, model_id: tiny, prompt: 'hi' })
-    expect(offline).toMatchObject({ status: 400, body: { message: unavailable('Llama 2 Tiny (random)') } })
-    expect((await postJson(server, '/api/chat/send', { conversation_id: conv, model_id: stories, prompt: 'x' })).status).toBe(401)
+    expect(offline).toMatchObject({
+      status: 400,
+      body: { message: unavailable('Llama 2 Tiny (random)') },
+    })
+    expect(
+      (
+        await postJson(server, '/api/chat/send', {
+          conversation_id: conv,
+          model_id: stories,
+          prompt: 'x',
+        })
+      ).status,
+    ).toBe(401)
   })
 
   it('streams partial updates without database writes, then settles the exact amounts once', async () => {
@@ -62,7 +98,12 @@ describe.each(dialects)('[%s] chat send, scheduler and credits', (dialect) => {
     let duringStream: Promise<Record<string, unknown>> | null = null
     let done: ((r: Record<string, unknown>) => void) | null = null
     const completed = new Promise<Record<string, unknown>>((r) => (done = r))
-    const answer = await send(pb, { conversation_id: conv, model_id: stories, prompt, temperature: 0.5 })
+    const answer = await send(pb, {
+      conversation_id: conv,
+      model_id: stories,
+      prompt,
+      temperature: 0.5,
+    })
     expect(answer.body).toMatchObject({ status: 'queued', position: 0 })
     const id = answer.body.request_id as string
     await pb.collection('requests').subscribe(id, (e) => {
@@ -78,36 +119,81 @@ describe.each(dialects)('[%s] chat send, scheduler and credits', (dialect) => {
     // The growing text travelled through realtime only; the row was written at the end.
     expect((await duringStream!).response).toBe('')
     const tokensInput = Math.floor(prompt.length / 4)
-    expect(final).toMatchObject({ status: 'completed', response: 'Once upon a time', is_partial: false, tokens_input: tokensInput, tokens_output: 4, processing_time_ms: 42, node: node.nodeId })
+    expect(final).toMatchObject({
+      status: 'completed',
+      response: 'Once upon a time',
+      is_partial: false,
+      tokens_input: tokensInput,
+      tokens_output: 4,
+      processing_time_ms: 42,
+      node: node.nodeId,
+    })
     const job = node.jobs[0]
-    expect(job.sampling).toMatchObject({ temperature: 0.5, top_p: 0.9, top_k: 40, context_length: 8000 })
+    expect(job.sampling).toMatchObject({
+      temperature: 0.5,
+      top_p: 0.9,
+      top_k: 40,
+      context_length: 8000,
+    })
     expect(job.prompt.messages).toEqual([{ role: 'user', content: prompt }])
 
     const cost = (tokensInput + 4) * 1
-    await waitUntil(async () => (await txs(userId(owner))).some((t) => t.type === 'credit_inference_request'), 5000, 'credit')
+    await waitUntil(
+      async () => (await txs(userId(owner))).some((t) => t.type === 'credit_inference_request'),
+      5000,
+      'credit',
+    )
     const debit = (await txs(userId(pb))).filter((t) => t.type === 'debit_inference_request')
-    expect(debit).toMatchObject([{ amount: cost, request: id, description: 'Spent on inference request' }])
+    expect(debit).toMatchObject([
+      { amount: cost, request: id, description: 'Spent on inference request' },
+    ])
     const credit = (await txs(userId(owner))).filter((t) => t.type === 'credit_inference_request')
-    expect(credit).toMatchObject([{ amount: cost, request: id, description: 'Earned from processing inference request' }])
-    expect(await balance(userId(pb))).toMatchObject({ balance: 1000 - cost, held: 0, total_spent: cost })
+    expect(credit).toMatchObject([
+      { amount: cost, request: id, description: 'Earned from processing inference request' },
+    ])
+    expect(await balance(userId(pb))).toMatchObject({
+      balance: 1000 - cost,
+      held: 0,
+      total_spent: cost,
+    })
     expect(await balance(userId(owner))).toMatchObject({ balance: 1000 + cost, total_earned: cost })
     const conversationRow = await pb.collection('conversations').getOne(conv)
     expect(conversationRow.message_count).toBe(1)
     const nodeRow = await owner.collection('nodes').getOne(node.nodeId)
     expect(nodeRow.total_requests).toBe(1)
     expect(nodeRow.reputation_score).toBeCloseTo(5.1)
-    const jobs = await server.core.database.db.selectFrom('node_jobs').select('status').where('request', '=', id).execute()
+    const jobs = await server.core.database.db
+      .selectFrom('node_jobs')
+      .select('status')
+      .where('request', '=', id)
+      .execute()
     expect(jobs.map((j) => j.status)).toEqual(['completed'])
 
     // A duplicate done frame settles nothing twice.
-    node.send({ type: 'job_done', job_id: job.job_id, tokens_input: 1, tokens_output: 1, processing_time_ms: 1 })
+    node.send({
+      type: 'job_done',
+      job_id: job.job_id,
+      tokens_input: 1,
+      tokens_output: 1,
+      processing_time_ms: 1,
+    })
     await new Promise((r) => setTimeout(r, 100))
-    expect((await txs(userId(pb))).filter((t) => t.type === 'debit_inference_request')).toHaveLength(1)
+    expect(
+      (await txs(userId(pb))).filter((t) => t.type === 'debit_inference_request'),
+    ).toHaveLength(1)
 
     // The next turn carries the history.
     const second = await send(pb, { conversation_id: conv, model_id: stories, prompt: 'More' })
-    await waitUntil(async () => (await request(second.body.request_id as string)).status === 'completed', 5000, 'second')
-    expect(node.jobs[1].prompt.messages.map((m) => m.content)).toEqual([prompt, 'Once upon a time', 'More'])
+    await waitUntil(
+      async () => (await request(second.body.request_id as string)).status === 'completed',
+      5000,
+      'second',
+    )
+    expect(node.jobs[1].prompt.messages.map((m) => m.content)).toEqual([
+      prompt,
+      'Once upon a time',
+      'More',
+    ])
     await pb.collection('requests').unsubscribe()
     node.kill()
   })
@@ -137,10 +223,14 @@ describe.each(dialects)('[%s] chat send, scheduler and credits', (dialect) => {
     second.node.chunks = ['Second', ' answer']
     await waitUntil(async () => (await request(id)).response === '' && first.node.jobs.length, 5000)
     first.node.kill()
-    const row = await waitUntil(async () => {
-      const r = await request(id)
-      return r.status === 'completed' && r
-    }, 5000, 'completed elsewhere')
+    const row = await waitUntil(
+      async () => {
+        const r = await request(id)
+        return r.status === 'completed' && r
+      },
+      5000,
+      'completed elsewhere',
+    )
     expect(row.response).toBe('Second answer')
     expect(row.node).toBe(second.node.nodeId)
     const charges = (await txs(userId(pb))).filter((t) => t.type === 'debit_inference_request')
@@ -158,26 +248,44 @@ describe.each(dialects)('[%s] chat send, scheduler and credits', (dialect) => {
     const id = answer.body.request_id as string
     await waitUntil(() => lone.node.jobs.length === 1, 5000, 'job')
     expect(Number((await balance(userId(pb))).held)).toBeGreaterThan(0)
-    const failed = await waitUntil(async () => {
-      const r = await request(id)
-      return r.status === 'failed' && r
-    }, 5000, 'failed')
+    const failed = await waitUntil(
+      async () => {
+        const r = await request(id)
+        return r.status === 'failed' && r
+      },
+      5000,
+      'failed',
+    )
     expect(failed).toMatchObject({ can_retry: 1, is_partial: 0 })
     expect(String(failed.error_message)).toMatch(/No node is available/)
     expect(await balance(userId(pb))).toMatchObject({ balance: 1000, held: 0 })
     expect(await txs(userId(pb))).toHaveLength(1) // the initial credits only
 
     const stranger = await signUp(server, 'stranger')
-    expect((await postJson(server, '/api/requests/retry', { request_id: id }, stranger.authStore.token)).status).toBe(404)
+    expect(
+      (await postJson(server, '/api/requests/retry', { request_id: id }, stranger.authStore.token))
+        .status,
+    ).toBe(404)
     lone.node.script = 'stream'
-    const retry = await postJson(server, '/api/requests/retry', { request_id: id }, pb.authStore.token)
+    const retry = await postJson(
+      server,
+      '/api/requests/retry',
+      { request_id: id },
+      pb.authStore.token,
+    )
     expect(retry.body).toMatchObject({ status: 'success' })
-    const done = await waitUntil(async () => {
-      const r = await request(id)
-      return r.status === 'completed' && r
-    }, 5000, 'retried')
+    const done = await waitUntil(
+      async () => {
+        const r = await request(id)
+        return r.status === 'completed' && r
+      },
+      5000,
+      'retried',
+    )
     expect(done.response).toBe('Once upon a time')
-    expect((await txs(userId(pb))).filter((t) => t.type === 'debit_inference_request')).toHaveLength(1)
+    expect(
+      (await txs(userId(pb))).filter((t) => t.type === 'debit_inference_request'),
+    ).toHaveLength(1)
     lone.node.kill()
   })
 
@@ -189,24 +297,57 @@ describe.each(dialects)('[%s] chat send, scheduler and credits', (dialect) => {
     const conv = await conversation(pb)
     const prompt = 'abcdefgh' // 2 estimated input tokens; hold = (2 + 100) x 1
     const hold = 102
-    await server.core.database.db.transaction().execute((trx) => applyEntry(trx, { user: userId(pb), type: 'debit_admin', amount: 1000 - 5 * hold, description: 'test' }))
-    const answers = await Promise.all(Array.from({ length: 20 }, () => send(pb, { conversation_id: conv, model_id: stories, prompt })))
+    await server.core.database.db
+      .transaction()
+      .execute((trx) =>
+        applyEntry(trx, {
+          user: userId(pb),
+          type: 'debit_admin',
+          amount: 1000 - 5 * hold,
+          description: 'test',
+        }),
+      )
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, () =>
+        send(pb, { conversation_id: conv, model_id: stories, prompt }),
+      ),
+    )
     const accepted = answers.filter((a) => a.status === 200)
     expect(accepted).toHaveLength(5)
     // Four slots: the fifth request waits in the queue while the others run.
-    await waitUntil(async () => {
-      const rows = await server.core.database.db.selectFrom('requests').select('status').where('user', '=', userId(pb)).execute()
-      const count = (s: string) => rows.filter((r) => r.status === s).length
-      return count('processing') === 4 && count('pending') === 1
-    }, 5000, 'four running, one queued')
-    for (const refused of answers.filter((a) => a.status !== 200)) expect(refused.body.message).toMatch(/Insufficient credits/)
-    await waitUntil(async () => {
-      const rows = await server.core.database.db.selectFrom('requests').select('status').where('user', '=', userId(pb)).execute()
-      return rows.every((r) => r.status === 'completed')
-    }, 10_000, 'all completed')
+    await waitUntil(
+      async () => {
+        const rows = await server.core.database.db
+          .selectFrom('requests')
+          .select('status')
+          .where('user', '=', userId(pb))
+          .execute()
+        const count = (s: string) => rows.filter((r) => r.status === s).length
+        return count('processing') === 4 && count('pending') === 1
+      },
+      5000,
+      'four running, one queued',
+    )
+    for (const refused of answers.filter((a) => a.status !== 200))
+      expect(refused.body.message).toMatch(/Insufficient credits/)
+    await waitUntil(
+      async () => {
+        const rows = await server.core.database.db
+          .selectFrom('requests')
+          .select('status')
+          .where('user', '=', userId(pb))
+          .execute()
+        return rows.every((r) => r.status === 'completed')
+      },
+      10_000,
+      'all completed',
+    )
     const b = await balance(userId(pb))
     const ledger = await txs(userId(pb))
-    const sum = ledger.reduce((s, t) => s + (String(t.type).startsWith('credit') ? 1 : -1) * Number(t.amount), 0)
+    const sum = ledger.reduce(
+      (s, t) => s + (String(t.type).startsWith('credit') ? 1 : -1) * Number(t.amount),
+      0,
+    )
     expect(Number(b.balance)).toBeGreaterThanOrEqual(0)
     expect(Number(b.held)).toBe(0)
     expect(sum).toBe(Number(b.balance))

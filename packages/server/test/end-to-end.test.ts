@@ -41,7 +41,10 @@ describe.each(dialects)('[%s] end to end with llama.cpp', (dialect) => {
       deviceName: device,
       onApproveUrl: (url) => {
         const token = new URL(url).searchParams.get('token')!
-        const body = decision === 'approve' ? { state_token: token, user_info: {} } : { state_token: token, status: 'failed', error: 'User denied authorization' }
+        const body =
+          decision === 'approve'
+            ? { state_token: token, user_info: {} }
+            : { state_token: token, status: 'failed', error: 'User denied authorization' }
         void postJson(server, '/api/auth/complete-flow', body, owner.authStore.token)
       },
     })
@@ -51,7 +54,16 @@ describe.each(dialects)('[%s] end to end with llama.cpp', (dialect) => {
     const linked = await link(owner, device)
     const home = mkdtempSync(join(tmpdir(), 'meshwork-node-'))
     homes.push(home)
-    const agent = await startAgent({ server: server.url, nodeId: linked.nodeId, credential: linked.credential, home, threads: 1, gpu: false, heartbeatIntervalMs: 1000, progressIntervalMs: 20 })
+    const agent = await startAgent({
+      server: server.url,
+      nodeId: linked.nodeId,
+      credential: linked.credential,
+      home,
+      threads: 1,
+      gpu: false,
+      heartbeatIntervalMs: 1000,
+      progressIntervalMs: 20,
+    })
     agents.push(agent)
     agentsByNode.set(linked.nodeId, agent)
     return { agent, nodeId: linked.nodeId, home, linked }
@@ -59,14 +71,34 @@ describe.each(dialects)('[%s] end to end with llama.cpp', (dialect) => {
 
   async function serve(owner: PocketBase, nodeId: string, model: string) {
     const progress: string[] = []
-    const nm = await owner.collection('node_models').create({ node: nodeId, model, requested_download: true, requested_serving: false, is_downloaded: false, is_serving: false, tokens_per_second: 0 })
-    await owner.collection('node_models').subscribe(nm.id, (e) => progress.push(String(e.record.download_progress)))
-    await waitUntil(async () => (await owner.collection('node_models').getOne(nm.id)).is_downloaded, 20_000, 'download')
+    const nm = await owner
+      .collection('node_models')
+      .create({
+        node: nodeId,
+        model,
+        requested_download: true,
+        requested_serving: false,
+        is_downloaded: false,
+        is_serving: false,
+        tokens_per_second: 0,
+      })
+    await owner
+      .collection('node_models')
+      .subscribe(nm.id, (e) => progress.push(String(e.record.download_progress)))
+    await waitUntil(
+      async () => (await owner.collection('node_models').getOne(nm.id)).is_downloaded,
+      20_000,
+      'download',
+    )
     await owner.collection('node_models').update(nm.id, { requested_serving: true })
-    const serving = await waitUntil(async () => {
-      const r = await owner.collection('node_models').getOne(nm.id)
-      return r.is_serving && r
-    }, 30_000, 'serving')
+    const serving = await waitUntil(
+      async () => {
+        const r = await owner.collection('node_models').getOne(nm.id)
+        return r.is_serving && r
+      },
+      30_000,
+      'serving',
+    )
     await owner.collection('node_models').unsubscribe(nm.id)
     return { id: nm.id, progress, serving }
   }
@@ -84,12 +116,19 @@ describe.each(dialects)('[%s] end to end with llama.cpp', (dialect) => {
     expect((await owner.collection('nodes').getOne(nodeId)).status).toBe('online')
 
     const pb = await signUp(server, 'reader')
-    const conv = await pb.collection('conversations').create({ title: 'New Chat', user: pb.authStore.record!.id, model: stories })
+    const conv = await pb
+      .collection('conversations')
+      .create({ title: 'New Chat', user: pb.authStore.record!.id, model: stories })
     const prompt = 'Once upon a time, there was a little dog'
     const partials: string[] = []
     let finish: (r: Record<string, unknown>) => void = () => {}
     const completed = new Promise<Record<string, unknown>>((r) => (finish = r))
-    const sent = await postJson(server, '/api/chat/send', { conversation_id: conv.id, model_id: stories, prompt, temperature: 0.7 }, pb.authStore.token)
+    const sent = await postJson(
+      server,
+      '/api/chat/send',
+      { conversation_id: conv.id, model_id: stories, prompt, temperature: 0.7 },
+      pb.authStore.token,
+    )
     expect(sent.body).toMatchObject({ status: 'queued', position: 0 })
     const id = sent.body.request_id as string
     await pb.collection('requests').subscribe(id, (e) => {
@@ -101,14 +140,28 @@ describe.each(dialects)('[%s] end to end with llama.cpp', (dialect) => {
     expect(partials.length).toBeGreaterThan(1)
     expect(String(final.response).length).toBeGreaterThan(partials[0].length)
     expect(final.response).toMatch(/\w/)
-    expect(final).toMatchObject({ is_partial: false, node: nodeId, tokens_input: Math.floor(prompt.length / 4) })
+    expect(final).toMatchObject({
+      is_partial: false,
+      node: nodeId,
+      tokens_input: Math.floor(prompt.length / 4),
+    })
     expect(final.tokens_output).toBeGreaterThan(0)
     expect(final.processing_time_ms).toBeGreaterThan(0)
 
     const cost = (Number(final.tokens_input) + Number(final.tokens_output)) * 1
-    const debits = await pb.collection('user_credit_txs').getFullList({ filter: `type = "debit_inference_request"` })
+    const debits = await pb
+      .collection('user_credit_txs')
+      .getFullList({ filter: `type = "debit_inference_request"` })
     expect(debits).toMatchObject([{ amount: cost, request: id, balance_after: 1000 - cost }])
-    const credits = await waitUntil(() => owner.collection('user_credit_txs').getFullList({ filter: `type = "credit_inference_request"` }).then((l) => l.length && l), 5000, 'credit')
+    const credits = await waitUntil(
+      () =>
+        owner
+          .collection('user_credit_txs')
+          .getFullList({ filter: `type = "credit_inference_request"` })
+          .then((l) => l.length && l),
+      5000,
+      'credit',
+    )
     expect(credits).toMatchObject([{ amount: cost, request: id, balance_after: 1000 + cost }])
     const balance = await pb.collection('user_balances').getFirstListItem('')
     expect(balance).toMatchObject({ balance: 1000 - cost, total_spent: cost })
@@ -125,21 +178,42 @@ describe.each(dialects)('[%s] end to end with llama.cpp', (dialect) => {
     await serve(owner, nodeId, tiny)
     expect(await count()).toBe(1)
 
-    const conv = await pb.collection('conversations').create({ title: 'New Chat', user: pb.authStore.record!.id })
+    const conv = await pb
+      .collection('conversations')
+      .create({ title: 'New Chat', user: pb.authStore.record!.id })
     const prompt = 'Say something random please'
-    const sent = await postJson(server, '/api/chat/send', { conversation_id: conv.id, model_id: tiny, prompt }, pb.authStore.token)
+    const sent = await postJson(
+      server,
+      '/api/chat/send',
+      { conversation_id: conv.id, model_id: tiny, prompt },
+      pb.authStore.token,
+    )
     const id = sent.body.request_id as string
-    const done = await waitUntil(async () => {
-      const r = await pb.collection('requests').getOne(id)
-      return r.status === 'completed' && r
-    }, 20_000, 'tiny completed')
-    const debits = await pb.collection('user_credit_txs').getFullList({ filter: `type = "debit_inference_request"` })
+    const done = await waitUntil(
+      async () => {
+        const r = await pb.collection('requests').getOne(id)
+        return r.status === 'completed' && r
+      },
+      20_000,
+      'tiny completed',
+    )
+    const debits = await pb
+      .collection('user_credit_txs')
+      .getFullList({ filter: `type = "debit_inference_request"` })
     expect(debits[0].amount).toBe((done.tokens_input + done.tokens_output) * 2)
 
     await agent.stop()
     agents.splice(agents.indexOf(agent), 1)
     await waitUntil(async () => (await count()) === 0, 5000, 'count 0')
-    const back = await startAgent({ server: server.url, nodeId, credential: linked.credential, home, threads: 1, gpu: false, heartbeatIntervalMs: 1000 })
+    const back = await startAgent({
+      server: server.url,
+      nodeId,
+      credential: linked.credential,
+      home,
+      threads: 1,
+      gpu: false,
+      heartbeatIntervalMs: 1000,
+    })
     agents.push(back)
     await waitUntil(async () => (await count()) === 1, 20_000, 'count 1')
   })
@@ -149,11 +223,18 @@ describe.each(dialects)('[%s] end to end with llama.cpp', (dialect) => {
     const { nodeId: spare } = await agentFor(storiesOwner, 'Spare box')
     await serve(storiesOwner, spare, stories)
     const pb = await signUp(server, 'patient')
-    const conv = await pb.collection('conversations').create({ title: 'New Chat', user: pb.authStore.record!.id })
+    const conv = await pb
+      .collection('conversations')
+      .create({ title: 'New Chat', user: pb.authStore.record!.id })
     let firstNode = ''
     let resolvePartial: () => void = () => {}
     const partial = new Promise<void>((r) => (resolvePartial = r))
-    const sent = await postJson(server, '/api/chat/send', { conversation_id: conv.id, model_id: stories, prompt: 'The cat sat' }, pb.authStore.token)
+    const sent = await postJson(
+      server,
+      '/api/chat/send',
+      { conversation_id: conv.id, model_id: stories, prompt: 'The cat sat' },
+      pb.authStore.token,
+    )
     const id = sent.body.request_id as string
     await pb.collection('requests').subscribe(id, (e) => {
       if (e.record.is_partial && e.record.response && !firstNode) {
@@ -165,13 +246,19 @@ describe.each(dialects)('[%s] end to end with llama.cpp', (dialect) => {
     const victim = agentsByNode.get(firstNode)!
     await victim.stop()
     agents.splice(agents.indexOf(victim), 1)
-    const done = await waitUntil(async () => {
-      const r = await pb.collection('requests').getOne(id)
-      return (r.status === 'completed' || r.status === 'failed') && r
-    }, 20_000, 'finished')
+    const done = await waitUntil(
+      async () => {
+        const r = await pb.collection('requests').getOne(id)
+        return (r.status === 'completed' || r.status === 'failed') && r
+      },
+      20_000,
+      'finished',
+    )
     expect(done.status).toBe('completed')
     expect(done.node).not.toBe(firstNode)
-    const debits = await pb.collection('user_credit_txs').getFullList({ filter: `type = "debit_inference_request"` })
+    const debits = await pb
+      .collection('user_credit_txs')
+      .getFullList({ filter: `type = "debit_inference_request"` })
     expect(debits).toHaveLength(1)
     expect(debits[0].amount).toBe(done.tokens_input + done.tokens_output)
     await pb.collection('requests').unsubscribe()

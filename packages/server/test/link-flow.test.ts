@@ -7,7 +7,11 @@ describe.each(dialects)('[%s] device link flow and node gateway', (dialect) => {
   let server: TestServer
 
   beforeAll(async () => {
-    server = await startTestServer(dialect, {}, { network: { waitFlowTimeoutMs: 300, linkFlowTtlMs: 60_000 } })
+    server = await startTestServer(
+      dialect,
+      {},
+      { network: { waitFlowTimeoutMs: 300, linkFlowTtlMs: 60_000 } },
+    )
   })
   afterAll(async () => {
     await server?.stop()
@@ -18,13 +22,20 @@ describe.each(dialects)('[%s] device link flow and node gateway', (dialect) => {
     const start = await postJson(server, '/api/auth/start-flow', { device_name: 'Kitchen PC' })
     expect(start.status).toBe(200)
     const flow = start.body as { state_token: string; device_secret: string; approve_url: string }
-    expect(flow.approve_url).toContain(`/auth/approve-node?token=${flow.state_token}&device=Kitchen+PC`)
+    expect(flow.approve_url).toContain(
+      `/auth/approve-node?token=${flow.state_token}&device=Kitchen+PC`,
+    )
 
     const pending = await postJson(server, '/api/auth/wait-flow', flow)
     expect(pending.body).toEqual({ status: 'pending' })
 
     // user_info is ignored: the token decides whose node it is.
-    const approve = await postJson(server, '/api/auth/complete-flow', { state_token: flow.state_token, user_info: { id: 'someoneelse' } }, owner.authStore.token)
+    const approve = await postJson(
+      server,
+      '/api/auth/complete-flow',
+      { state_token: flow.state_token, user_info: { id: 'someoneelse' } },
+      owner.authStore.token,
+    )
     expect(approve.status).toBe(200)
     const answer = await postJson(server, '/api/auth/wait-flow', flow)
     expect(answer.body.status).toBe('approved')
@@ -32,44 +43,85 @@ describe.each(dialects)('[%s] device link flow and node gateway', (dialect) => {
     expect(node.user).toBe(owner.authStore.record!.id)
     expect(node.device_name).toBe('Kitchen PC')
     // The secret is stored only as a hash.
-    const stored = await server.core.database.db.selectFrom('_node_credentials').selectAll().where('node', '=', node.id).execute()
+    const stored = await server.core.database.db
+      .selectFrom('_node_credentials')
+      .selectAll()
+      .where('node', '=', node.id)
+      .execute()
     expect(stored).toHaveLength(1)
     expect(stored[0].secret_hash).not.toContain(answer.body.credential as string)
 
     const again = await postJson(server, '/api/auth/wait-flow', flow)
     expect(again.status).toBe(400)
-    const reused = await postJson(server, '/api/auth/complete-flow', { state_token: flow.state_token, user_info: {} }, owner.authStore.token)
+    const reused = await postJson(
+      server,
+      '/api/auth/complete-flow',
+      { state_token: flow.state_token, user_info: {} },
+      owner.authStore.token,
+    )
     expect(reused.status).toBe(400)
   })
 
   it('denies with the spec body, and the node hears the denial', async () => {
     const owner = await signUp(server, 'denier')
     const flow = (await postJson(server, '/api/auth/start-flow', { device_name: 'Laptop' })).body
-    const deny = await postJson(server, '/api/auth/complete-flow', { state_token: flow.state_token, status: 'failed', error: 'User denied authorization' }, owner.authStore.token)
+    const deny = await postJson(
+      server,
+      '/api/auth/complete-flow',
+      { state_token: flow.state_token, status: 'failed', error: 'User denied authorization' },
+      owner.authStore.token,
+    )
     expect(deny.status).toBe(200)
     const answer = await postJson(server, '/api/auth/wait-flow', flow)
     expect(answer.status).toBe(400)
     expect(answer.body.message).toBe('User denied authorization')
-    const nodes = await owner.collection('nodes').getFullList({ filter: `user = "${owner.authStore.record!.id}"` })
+    const nodes = await owner
+      .collection('nodes')
+      .getFullList({ filter: `user = "${owner.authStore.record!.id}"` })
     expect(nodes).toHaveLength(0)
   })
 
   it('refuses missing, unknown and expired tokens, a wrong device secret, and guests', async () => {
     const owner = await signUp(server, 'tokens')
-    const missing = await postJson(server, '/api/auth/complete-flow', { user_info: {} }, owner.authStore.token)
+    const missing = await postJson(
+      server,
+      '/api/auth/complete-flow',
+      { user_info: {} },
+      owner.authStore.token,
+    )
     expect(missing).toMatchObject({ status: 400, body: { message: 'Missing authorization token' } })
-    const unknown = await postJson(server, '/api/auth/complete-flow', { state_token: 'nope', user_info: {} }, owner.authStore.token)
+    const unknown = await postJson(
+      server,
+      '/api/auth/complete-flow',
+      { state_token: 'nope', user_info: {} },
+      owner.authStore.token,
+    )
     expect(unknown.status).toBe(400)
     expect(unknown.body.message).toMatch(/invalid or expired/i)
 
     const flow = (await postJson(server, '/api/auth/start-flow', { device_name: 'Box' })).body
-    const guest = await postJson(server, '/api/auth/complete-flow', { state_token: flow.state_token, user_info: {} })
+    const guest = await postJson(server, '/api/auth/complete-flow', {
+      state_token: flow.state_token,
+      user_info: {},
+    })
     expect(guest.status).toBe(401)
-    const wrongSecret = await postJson(server, '/api/auth/wait-flow', { state_token: flow.state_token, device_secret: 'wrong' })
+    const wrongSecret = await postJson(server, '/api/auth/wait-flow', {
+      state_token: flow.state_token,
+      device_secret: 'wrong',
+    })
     expect(wrongSecret.status).toBe(400)
 
-    await server.core.database.db.updateTable('_link_flows').set({ expires_at: '2020-01-01 00:00:00.000Z' }).where('state_token', '=', flow.state_token).execute()
-    const expired = await postJson(server, '/api/auth/complete-flow', { state_token: flow.state_token, user_info: {} }, owner.authStore.token)
+    await server.core.database.db
+      .updateTable('_link_flows')
+      .set({ expires_at: '2020-01-01 00:00:00.000Z' })
+      .where('state_token', '=', flow.state_token)
+      .execute()
+    const expired = await postJson(
+      server,
+      '/api/auth/complete-flow',
+      { state_token: flow.state_token, user_info: {} },
+      owner.authStore.token,
+    )
     expect(expired.status).toBe(400)
     expect(expired.body.message).toMatch(/expired/i)
     const waitExpired = await postJson(server, '/api/auth/wait-flow', flow)
@@ -85,11 +137,23 @@ describe.each(dialects)('[%s] device link flow and node gateway', (dialect) => {
 
     const good = new FakeNode(server, nodeId, credential)
     expect(await good.connect()).toBe('open')
-    await waitUntil(async () => (await owner.collection('nodes').getOne(nodeId)).status === 'online', 5000, 'online')
+    await waitUntil(
+      async () => (await owner.collection('nodes').getOne(nodeId)).status === 'online',
+      5000,
+      'online',
+    )
     good.kill()
-    await waitUntil(async () => (await owner.collection('nodes').getOne(nodeId)).status === 'offline', 5000, 'offline')
+    await waitUntil(
+      async () => (await owner.collection('nodes').getOne(nodeId)).status === 'offline',
+      5000,
+      'offline',
+    )
 
-    await server.core.database.db.updateTable('_node_credentials').set({ revoked: 1 }).where('node', '=', nodeId).execute()
+    await server.core.database.db
+      .updateTable('_node_credentials')
+      .set({ revoked: 1 })
+      .where('node', '=', nodeId)
+      .execute()
     expect(await new FakeNode(server, nodeId, credential).connect()).toBe(401)
   })
 
@@ -102,20 +166,56 @@ describe.each(dialects)('[%s] device link flow and node gateway', (dialect) => {
     const model = await modelId(server)
     const nmId = await serveModel(server, owner, nodeId, model)
     const desired = node.frames.filter((f) => f.type === 'desired_state').at(-1)
-    expect(desired).toMatchObject({ node_models: [{ id: nmId, requested_serving: true, model: { id: model, file_name: 'stories260K.gguf' } }] })
+    expect(desired).toMatchObject({
+      node_models: [
+        { id: nmId, requested_serving: true, model: { id: model, file_name: 'stories260K.gguf' } },
+      ],
+    })
     const record = await owner.collection('node_models').getOne(nmId)
-    expect(record).toMatchObject({ is_downloaded: true, is_serving: true, download_progress: '100', tokens_per_second: 100 })
+    expect(record).toMatchObject({
+      is_downloaded: true,
+      is_serving: true,
+      download_progress: '100',
+      tokens_per_second: 100,
+    })
 
-    await expect(other.collection('node_models').update(nmId, { requested_serving: false })).rejects.toSatisfy((e) => expectApiError(e).status === 404)
-    await expect(other.collection('node_models').create({ node: nodeId, model: await modelId(server, 'llama-2-tiny-random'), requested_download: true })).rejects.toSatisfy(
-      (e) => expectApiError(e).status === 400,
-    )
+    await expect(
+      other.collection('node_models').update(nmId, { requested_serving: false }),
+    ).rejects.toSatisfy((e) => expectApiError(e).status === 404)
+    await expect(
+      other
+        .collection('node_models')
+        .create({
+          node: nodeId,
+          model: await modelId(server, 'llama-2-tiny-random'),
+          requested_download: true,
+        }),
+    ).rejects.toSatisfy((e) => expectApiError(e).status === 400)
     // A node cannot write records: its own reports for another node's model are ignored.
-    node.send({ type: 'model_status', node_model_id: 'xxxxxxxxxxxxxxx', is_downloaded: true, download_progress: 1, is_serving: true, tokens_per_second: 1, error_message: '' })
+    node.send({
+      type: 'model_status',
+      node_model_id: 'xxxxxxxxxxxxxxx',
+      is_downloaded: true,
+      download_progress: 1,
+      is_serving: true,
+      tokens_per_second: 1,
+      error_message: '',
+    })
 
     await owner.collection('node_models').update(nmId, { requested_serving: false })
-    await waitUntil(() => node.frames.some((f) => f.type === 'desired_state' && f.node_models[0]?.requested_serving === false), 5000, 'desired push')
-    await waitUntil(async () => (await owner.collection('node_models').getOne(nmId)).is_serving === false, 5000, 'not serving')
+    await waitUntil(
+      () =>
+        node.frames.some(
+          (f) => f.type === 'desired_state' && f.node_models[0]?.requested_serving === false,
+        ),
+      5000,
+      'desired push',
+    )
+    await waitUntil(
+      async () => (await owner.collection('node_models').getOne(nmId)).is_serving === false,
+      5000,
+      'not serving',
+    )
     node.kill()
   })
 
@@ -127,10 +227,18 @@ describe.each(dialects)('[%s] device link flow and node gateway', (dialect) => {
     const closed = new Promise<void>((r) => node.ws.once('close', () => r()))
     await owner.collection('nodes').delete(nodeId)
     await closed
-    await waitUntil(async () => {
-      const rows = await server.core.database.db.selectFrom('_node_credentials').select('revoked').where('node', '=', nodeId).execute()
-      return rows.every((r) => Number(r.revoked) === 1)
-    }, 5000, 'revoked')
+    await waitUntil(
+      async () => {
+        const rows = await server.core.database.db
+          .selectFrom('_node_credentials')
+          .select('revoked')
+          .where('node', '=', nodeId)
+          .execute()
+        return rows.every((r) => Number(r.revoked) === 1)
+      },
+      5000,
+      'revoked',
+    )
     expect(await new FakeNode(server, nodeId, credential).connect()).toBe(401)
   })
 })

@@ -16,17 +16,26 @@ export function bindModelDownload(app: Hono, core: CoreApp, mirror: string | und
   app.get('/api/models/:id/download', async (c) => {
     const nodeId = await verifyNodeAuthorization(core.database.db, c.req.header('authorization'))
     if (!nodeId) throw unauthorized('The request requires a valid node credential.')
-    const model = await core.database.db.selectFrom('models').select(['file_name', 'source_url']).where('id', '=', c.req.param('id')).executeTakeFirst()
+    const model = await core.database.db
+      .selectFrom('models')
+      .select(['file_name', 'source_url'])
+      .where('id', '=', c.req.param('id'))
+      .executeTakeFirst()
     if (!model?.file_name) throw notFound()
     const fileName = basename(String(model.file_name))
     const local = mirror ? await fileSize(join(mirror, fileName)) : null
-    if (local !== null && mirror) return serveFile(join(mirror, fileName), local, c.req.header('range'))
+    if (local !== null && mirror)
+      return serveFile(join(mirror, fileName), local, c.req.header('range'))
     if (!model.source_url) throw notFound()
     const range = c.req.header('range')
-    const upstream = await fetch(String(model.source_url), { headers: range ? { range } : {}, redirect: 'follow' }).catch((err) => {
+    const upstream = await fetch(String(model.source_url), {
+      headers: range ? { range } : {},
+      redirect: 'follow',
+    }).catch((err) => {
       throw new ApiError(502, 'The model source could not be reached.', {}, err)
     })
-    if (!upstream.ok || !upstream.body) throw new ApiError(502, `The model source answered HTTP ${upstream.status}.`)
+    if (!upstream.ok || !upstream.body)
+      throw new ApiError(502, `The model source answered HTTP ${upstream.status}.`)
     const headers = new Headers({ 'content-type': 'application/octet-stream' })
     for (const h of ['content-length', 'content-range', 'accept-ranges']) {
       const v = upstream.headers.get(h)
@@ -46,7 +55,10 @@ async function fileSize(path: string): Promise<number | null> {
 }
 
 function serveFile(path: string, size: number, rangeHeader: string | undefined): Response {
-  const headers = new Headers({ 'content-type': 'application/octet-stream', 'accept-ranges': 'bytes' })
+  const headers = new Headers({
+    'content-type': 'application/octet-stream',
+    'accept-ranges': 'bytes',
+  })
   const match = rangeHeader ? /^bytes=(\d*)-(\d*)$/.exec(rangeHeader.trim()) : null
   if (rangeHeader && match && (match[1] || match[2])) {
     let start = match[1] ? Number(match[1]) : size - Number(match[2])

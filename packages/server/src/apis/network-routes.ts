@@ -29,7 +29,11 @@ export function bindNetworkRoutes(app: Hono, core: CoreApp, network: InferenceNe
     const user = caller.auth ? String(caller.auth.id) : ''
     if (!user) throw unauthorized()
     if (body.status === 'failed') {
-      await network.flows.deny(token, user, typeof body.error === 'string' && body.error ? body.error : DENIED_MESSAGE)
+      await network.flows.deny(
+        token,
+        user,
+        typeof body.error === 'string' && body.error ? body.error : DENIED_MESSAGE,
+      )
       return c.json({ status: 'failed', message: 'Authorization denied' })
     }
     const node = await network.flows.approve(token, user)
@@ -39,7 +43,13 @@ export function bindNetworkRoutes(app: Hono, core: CoreApp, network: InferenceNe
   app.post('/api/auth/wait-flow', async (c) => {
     const body = waitFlowRequestSchema.safeParse(await readBody(c))
     if (!body.success) throw new ApiError(400, 'Invalid authorization request.')
-    return c.json(await network.flows.wait(body.data.state_token, body.data.device_secret, network.waitFlowTimeoutMs))
+    return c.json(
+      await network.flows.wait(
+        body.data.state_token,
+        body.data.device_secret,
+        network.waitFlowTimeoutMs,
+      ),
+    )
   })
 
   app.post('/api/chat/send', async (c) => {

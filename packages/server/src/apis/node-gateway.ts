@@ -11,7 +11,11 @@ import type { Database } from '../db/database.ts'
 import { verifyNodeAuthorization } from '../core/nodes/node-credentials.ts'
 import type { NodeRegistry } from '../core/nodes/node-registry.ts'
 
-export function attachNodeGateway(http: Server, database: Database, registry: NodeRegistry): () => void {
+export function attachNodeGateway(
+  http: Server,
+  database: Database,
+  registry: NodeRegistry,
+): () => void {
   const wss = new WebSocketServer({ noServer: true, maxPayload: 4 * 1024 * 1024 })
   const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     if ((req.url ?? '').split('?')[0] !== NODE_WS_PATH) {
@@ -26,7 +30,11 @@ export function attachNodeGateway(http: Server, database: Database, registry: No
         }
         wss.handleUpgrade(req, socket, head, (ws) => registry.attach(nodeId, ws))
       })
-      .catch(() => socket.end('HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\nConnection: close\r\n\r\n'))
+      .catch(() =>
+        socket.end(
+          'HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\nConnection: close\r\n\r\n',
+        ),
+      )
   }
   http.on('upgrade', onUpgrade)
   return () => {

@@ -16,8 +16,13 @@ export async function adjustCredits(
   db: Db,
   input: { email: string; amount: number; direction: 'credit' | 'debit'; description?: string },
 ): Promise<{ user: string; balanceAfter: number }> {
-  if (!(input.amount > 0) || !Number.isFinite(input.amount)) throw new AdminInputError('The amount must be a positive number')
-  const user = await db.selectFrom('users').select('id').where('email', '=', input.email.trim().toLowerCase()).executeTakeFirst()
+  if (!(input.amount > 0) || !Number.isFinite(input.amount))
+    throw new AdminInputError('The amount must be a positive number')
+  const user = await db
+    .selectFrom('users')
+    .select('id')
+    .where('email', '=', input.email.trim().toLowerCase())
+    .executeTakeFirst()
   if (!user) throw new AdminInputError(`No user with the email ${input.email}`)
   const credit = input.direction === 'credit'
   const result = await db.transaction().execute((trx) =>
@@ -45,15 +50,20 @@ export interface ModelInput {
 }
 
 function validate(model: ModelInput) {
-  if (model.sha256 !== undefined && !/^[0-9a-f]{64}$/i.test(model.sha256)) throw new AdminInputError('sha256 must be 64 hex digits')
-  if (model.credit_multiplier !== undefined && !(model.credit_multiplier >= 0)) throw new AdminInputError('The multiplier must be >= 0')
-  if (model.file_size_bytes !== undefined && !(model.file_size_bytes >= 0)) throw new AdminInputError('The size must be >= 0')
-  if (model.source_url !== undefined && model.source_url && !/^https?:\/\//.test(model.source_url)) throw new AdminInputError('The source URL must be http(s)')
+  if (model.sha256 !== undefined && !/^[0-9a-f]{64}$/i.test(model.sha256))
+    throw new AdminInputError('sha256 must be 64 hex digits')
+  if (model.credit_multiplier !== undefined && !(model.credit_multiplier >= 0))
+    throw new AdminInputError('The multiplier must be >= 0')
+  if (model.file_size_bytes !== undefined && !(model.file_size_bytes >= 0))
+    throw new AdminInputError('The size must be >= 0')
+  if (model.source_url !== undefined && model.source_url && !/^https?:\/\//.test(model.source_url))
+    throw new AdminInputError('The source URL must be http(s)')
 }
 
 const columns = (m: ModelInput) => {
   const out: Record<string, unknown> = {}
-  for (const [k, v] of Object.entries(m)) if (v !== undefined) out[k] = k === 'is_active' ? (v ? 1 : 0) : v
+  for (const [k, v] of Object.entries(m))
+    if (v !== undefined) out[k] = k === 'is_active' ? (v ? 1 : 0) : v
   if (m.sha256) out.sha256 = m.sha256.toLowerCase()
   return out
 }
@@ -62,9 +72,18 @@ const columns = (m: ModelInput) => {
 export async function addModel(db: Db, model: ModelInput): Promise<string> {
   if (!model.name) throw new AdminInputError('A model needs a name')
   validate(model)
-  const exists = await db.selectFrom('models').select('id').where('name', '=', model.name).executeTakeFirst()
-  if (exists) throw new AdminInputError(`A model named ${model.name} exists already (use model-edit)`)
-  const fileName = model.file_name ?? (model.source_url ? decodeURIComponent(new URL(model.source_url).pathname.split('/').pop() ?? '') : '')
+  const exists = await db
+    .selectFrom('models')
+    .select('id')
+    .where('name', '=', model.name)
+    .executeTakeFirst()
+  if (exists)
+    throw new AdminInputError(`A model named ${model.name} exists already (use model-edit)`)
+  const fileName =
+    model.file_name ??
+    (model.source_url
+      ? decodeURIComponent(new URL(model.source_url).pathname.split('/').pop() ?? '')
+      : '')
   const id = newRecordId()
   const now = nowDate()
   await db
@@ -86,11 +105,19 @@ export async function addModel(db: Db, model: ModelInput): Promise<string> {
 /** Edits a catalogue model found by id or name. */
 export async function editModel(db: Db, idOrName: string, changes: ModelInput): Promise<string> {
   validate(changes)
-  const row = await db.selectFrom('models').select('id').where((eb) => eb.or([eb('id', '=', idOrName), eb('name', '=', idOrName)])).executeTakeFirst()
+  const row = await db
+    .selectFrom('models')
+    .select('id')
+    .where((eb) => eb.or([eb('id', '=', idOrName), eb('name', '=', idOrName)]))
+    .executeTakeFirst()
   if (!row) throw new AdminInputError(`No model ${idOrName}`)
   const values = columns(changes)
   if (!Object.keys(values).length) throw new AdminInputError('Nothing to change')
-  await db.updateTable('models').set({ ...values, updated: nowDate() }).where('id', '=', row.id).execute()
+  await db
+    .updateTable('models')
+    .set({ ...values, updated: nowDate() })
+    .where('id', '=', row.id)
+    .execute()
   return String(row.id)
 }
 

@@ -13,7 +13,14 @@ import { parseArgs } from 'node:util'
 import { configFromEnv } from '../config.ts'
 import { openDatabase } from '../db/database.ts'
 import { migrateToLatest } from '../db/migrate.ts'
-import { AdminInputError, addModel, adjustCredits, editModel, listModels, type ModelInput } from './admin-commands.ts'
+import {
+  AdminInputError,
+  addModel,
+  adjustCredits,
+  editModel,
+  listModels,
+  type ModelInput,
+} from './admin-commands.ts'
 
 const usage = `Usage: npm run admin -w @meshwork/server -- <command>
   credit <email> <amount> [--description TEXT]     grant credits (credit_admin)
@@ -70,13 +77,22 @@ try {
     case 'debit': {
       const [email, amount] = args
       if (!email || !amount) throw new AdminInputError(`${command} needs an email and an amount`)
-      const r = await adjustCredits(database.db, { email, amount: Number(amount), direction: command, description: values.description })
-      console.log(`${command === 'credit' ? 'Credited' : 'Debited'} ${amount} for ${email}; balance now ${r.balanceAfter}`)
+      const r = await adjustCredits(database.db, {
+        email,
+        amount: Number(amount),
+        direction: command,
+        description: values.description,
+      })
+      console.log(
+        `${command === 'credit' ? 'Credited' : 'Debited'} ${amount} for ${email}; balance now ${r.balanceAfter}`,
+      )
       break
     }
     case 'models':
       for (const m of await listModels(database.db)) {
-        console.log(`${m.id}  ${m.name}  x${m.credit_multiplier}  ${m.is_active ? 'active' : 'inactive'}  ${m.file_name}  ${m.source_url}`)
+        console.log(
+          `${m.id}  ${m.name}  x${m.credit_multiplier}  ${m.is_active ? 'active' : 'inactive'}  ${m.file_name}  ${m.source_url}`,
+        )
       }
       break
     case 'model-add':
@@ -84,7 +100,9 @@ try {
       break
     case 'model-edit':
       if (!args[0]) throw new AdminInputError('model-edit needs a model id or name')
-      console.log(`Updated model ${await editModel(database.db, args[0], { ...modelInput(), description: values.description })}`)
+      console.log(
+        `Updated model ${await editModel(database.db, args[0], { ...modelInput(), description: values.description })}`,
+      )
       break
     default:
       throw new AdminInputError(`Unknown command ${command}\n${usage}`)

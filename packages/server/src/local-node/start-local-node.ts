@@ -29,9 +29,16 @@ export interface LocalNode {
 }
 
 /** Makes sure the house account, its node and its node model exist; returns the node id. */
-export async function ensureLocalNode(core: CoreApp, modelName = DEFAULT_LOCAL_MODEL): Promise<{ nodeId: string; nodeModelId: string | null }> {
+export async function ensureLocalNode(
+  core: CoreApp,
+  modelName = DEFAULT_LOCAL_MODEL,
+): Promise<{ nodeId: string; nodeModelId: string | null }> {
   const db = core.database.db
-  let house = await db.selectFrom('users').select('id').where('email', '=', HOUSE_EMAIL).executeTakeFirst()
+  let house = await db
+    .selectFrom('users')
+    .select('id')
+    .where('email', '=', HOUSE_EMAIL)
+    .executeTakeFirst()
   if (!house) {
     // Nobody signs in as the house: its password is random and never kept.
     const password = newSecret().slice(0, 40)
@@ -44,18 +51,39 @@ export async function ensureLocalNode(core: CoreApp, modelName = DEFAULT_LOCAL_M
     })
     house = { id: created.id }
   }
-  let node = await db.selectFrom('nodes').select('id').where('user', '=', house.id).orderBy('created').executeTakeFirst()
+  let node = await db
+    .selectFrom('nodes')
+    .select('id')
+    .where('user', '=', house.id)
+    .orderBy('created')
+    .executeTakeFirst()
   if (!node) {
-    const created = await core.records.create(superuser, requireCollection('nodes'), { user: house.id, device_name: LOCAL_NODE_NAME })
+    const created = await core.records.create(superuser, requireCollection('nodes'), {
+      user: house.id,
+      device_name: LOCAL_NODE_NAME,
+    })
     node = { id: created.id }
   }
   const nodeId = String(node.id)
-  const model = await db.selectFrom('models').select('id').where('name', '=', modelName).where('is_active', '=', 1).executeTakeFirst()
+  const model = await db
+    .selectFrom('models')
+    .select('id')
+    .where('name', '=', modelName)
+    .where('is_active', '=', 1)
+    .executeTakeFirst()
   if (!model) return { nodeId, nodeModelId: null }
-  const existing = await db.selectFrom('node_models').select(['id', 'requested_download', 'requested_serving']).where('node', '=', nodeId).where('model', '=', model.id).executeTakeFirst()
+  const existing = await db
+    .selectFrom('node_models')
+    .select(['id', 'requested_download', 'requested_serving'])
+    .where('node', '=', nodeId)
+    .where('model', '=', model.id)
+    .executeTakeFirst()
   if (existing) {
     if (!Number(existing.requested_download) || !Number(existing.requested_serving)) {
-      await core.records.update(superuser, requireCollection('node_models'), String(existing.id), { requested_download: true, requested_serving: true })
+      await core.records.update(superuser, requireCollection('node_models'), String(existing.id), {
+        requested_download: true,
+        requested_serving: true,
+      })
     }
     return { nodeId, nodeModelId: String(existing.id) }
   }
@@ -73,7 +101,13 @@ export async function startLocalNode(core: CoreApp, options: LocalNodeOptions): 
   const { nodeId } = await ensureLocalNode(core, options.modelName)
   await revokeCredentials(core.database.db, nodeId)
   const credential = await issueCredential(core.database.db, nodeId)
-  const agent = await startAgent({ server: options.server, nodeId, credential, home: options.home, threads: options.threads })
+  const agent = await startAgent({
+    server: options.server,
+    nodeId,
+    credential,
+    home: options.home,
+    threads: options.threads,
+  })
   return { nodeId, agent }
 }
 

@@ -29,13 +29,22 @@ export async function linkNode(server: TestServer, owner: PocketBase, deviceName
   const start = await postJson(server, '/api/auth/start-flow', { device_name: deviceName })
   const flow = start.body as { state_token: string; device_secret: string }
   const waiting = postJson(server, '/api/auth/wait-flow', flow)
-  const approve = await postJson(server, '/api/auth/complete-flow', { state_token: flow.state_token, user_info: {} }, owner.authStore.token)
+  const approve = await postJson(
+    server,
+    '/api/auth/complete-flow',
+    { state_token: flow.state_token, user_info: {} },
+    owner.authStore.token,
+  )
   if (approve.status !== 200) throw new Error(`approve failed: ${JSON.stringify(approve.body)}`)
   const answer = await waiting
   return { nodeId: answer.body.node_id as string, credential: answer.body.credential as string }
 }
 
-export async function waitUntil<T>(check: () => Promise<T | undefined | null | false> | T | undefined | null | false, timeoutMs = 10_000, what = 'condition'): Promise<T> {
+export async function waitUntil<T>(
+  check: () => Promise<T | undefined | null | false> | T | undefined | null | false,
+  timeoutMs = 10_000,
+  what = 'condition',
+): Promise<T> {
   const deadline = Date.now() + timeoutMs
   for (;;) {
     const value = await check()
@@ -65,11 +74,15 @@ export class FakeNode {
   ) {}
 
   /** Connects; resolves with the upgrade's outcome (HTTP status when refused). */
-  connect(authorization = nodeAuthorizationHeader(this.nodeId, this.credential)): Promise<'open' | number> {
+  connect(
+    authorization = nodeAuthorizationHeader(this.nodeId, this.credential),
+  ): Promise<'open' | number> {
     const url = new URL(NODE_WS_PATH, this.server.url)
     url.protocol = 'ws:'
     this.ws = new WebSocket(url, { headers: { authorization } })
-    this.ws.on('message', (data) => this.onFrame(serverToNodeFrameSchema.parse(JSON.parse(String(data)))))
+    this.ws.on('message', (data) =>
+      this.onFrame(serverToNodeFrameSchema.parse(JSON.parse(String(data)))),
+    )
     this.ws.on('error', () => {})
     return new Promise((resolve) => {
       this.ws.on('open', () => {
@@ -115,23 +128,45 @@ export class FakeNode {
 
   private async run(job: JobOfferFrame) {
     this.jobs.push(job)
-    if (this.script === 'reject') return this.send({ type: 'job_rejected', job_id: job.job_id, reason: 'No free job slot' })
+    if (this.script === 'reject')
+      return this.send({ type: 'job_rejected', job_id: job.job_id, reason: 'No free job slot' })
     this.send({ type: 'job_accepted', job_id: job.job_id })
     for (const [i, text] of this.chunks.entries()) {
       await new Promise((r) => setTimeout(r, this.chunkDelayMs))
       this.send({ type: 'job_chunk', job_id: job.job_id, text })
       if (this.script === 'hang' && i === 1) return
     }
-    this.send({ type: 'job_done', job_id: job.job_id, tokens_input: this.tokensInputReported, tokens_output: this.chunks.length, processing_time_ms: 42 })
+    this.send({
+      type: 'job_done',
+      job_id: job.job_id,
+      tokens_input: this.tokensInputReported,
+      tokens_output: this.chunks.length,
+      processing_time_ms: 42,
+    })
   }
 }
 
 /** Creates the node model record as the owner (like the web app) and waits until it serves. */
-export async function serveModel(server: TestServer, owner: PocketBase, nodeId: string, modelId: string) {
-  const nm = await owner.collection('node_models').create({ node: nodeId, model: modelId, requested_download: true, requested_serving: true })
-  await waitUntil(async () => {
-    const row = await server.core.database.db.selectFrom('node_models').select('is_serving').where('id', '=', nm.id).executeTakeFirst()
-    return Number(row?.is_serving) === 1
-  }, 5000, 'node model serving')
+export async function serveModel(
+  server: TestServer,
+  owner: PocketBase,
+  nodeId: string,
+  modelId: string,
+) {
+  const nm = await owner
+    .collection('node_models')
+    .create({ node: nodeId, model: modelId, requested_download: true, requested_serving: true })
+  await waitUntil(
+    async () => {
+      const row = await server.core.database.db
+        .selectFrom('node_models')
+        .select('is_serving')
+        .where('id', '=', nm.id)
+        .executeTakeFirst()
+      return Number(row?.is_serving) === 1
+    },
+    5000,
+    'node model serving',
+  )
   return nm.id
 }

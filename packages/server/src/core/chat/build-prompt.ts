@@ -21,7 +21,12 @@ export interface BuiltPrompt {
 }
 
 /** `history` oldest first; keeps the newest turns that fit `contextLength - reserveOutput`. */
-export function buildPrompt(history: Turn[], message: string, contextLength: number, reserveOutput: number): BuiltPrompt {
+export function buildPrompt(
+  history: Turn[],
+  message: string,
+  contextLength: number,
+  reserveOutput: number,
+): BuiltPrompt {
   const budget = Math.max(0, contextLength - reserveOutput)
   const tail: ChatMessage[] = [{ role: 'user', content: message }]
   let chars = message.length
@@ -29,7 +34,10 @@ export function buildPrompt(history: Turn[], message: string, contextLength: num
     const turn = history[i]
     const turnChars = turn.prompt.length + turn.response.length
     if (Math.floor((chars + turnChars) / 4) > budget) break
-    tail.unshift({ role: 'user', content: turn.prompt }, { role: 'assistant', content: turn.response })
+    tail.unshift(
+      { role: 'user', content: turn.prompt },
+      { role: 'assistant', content: turn.response },
+    )
     chars += turnChars
   }
   return { messages: tail, estimatedInput: Math.floor(chars / 4) }

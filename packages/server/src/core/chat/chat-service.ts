@@ -60,8 +60,13 @@ export class ChatService {
     if (!input.model_id) throw exactError(400, 'Model ID is required')
     if (!input.prompt.trim()) throw exactError(400, 'Prompt is required')
     const db = this.core.database.db
-    const conversation = await db.selectFrom('conversations').select(['id', 'user']).where('id', '=', input.conversation_id).executeTakeFirst()
-    if (!conversation || conversation.user !== user) throw exactError(403, 'Conversation does not belong to current user')
+    const conversation = await db
+      .selectFrom('conversations')
+      .select(['id', 'user'])
+      .where('id', '=', input.conversation_id)
+      .executeTakeFirst()
+    if (!conversation || conversation.user !== user)
+      throw exactError(403, 'Conversation does not belong to current user')
     const multiplier = await this.availableModel(input.model_id)
     const history = (await db
       .selectFrom('requests')
@@ -71,18 +76,37 @@ export class ChatService {
       .orderBy('created')
       .execute()) as Turn[]
     const sampling = await this.sampling(input.temperature ?? null)
-    return this.start({ user, conversation: String(conversation.id), modelId: input.model_id, multiplier, prompt: input.prompt, history, sampling })
+    return this.start({
+      user,
+      conversation: String(conversation.id),
+      modelId: input.model_id,
+      multiplier,
+      prompt: input.prompt,
+      history,
+      sampling,
+    })
   }
 
   /** Re-runs a failed request of the caller under the same id. */
-  async retry(caller: Caller, body: unknown): Promise<{ status: 'success'; message: string; request_id: string }> {
+  async retry(
+    caller: Caller,
+    body: unknown,
+  ): Promise<{ status: 'success'; message: string; request_id: string }> {
     const user = caller.auth ? String(caller.auth.id) : ''
     if (!user) throw unauthorized()
-    const requestId = typeof (body as { request_id?: unknown })?.request_id === 'string' ? (body as { request_id: string }).request_id : ''
+    const requestId =
+      typeof (body as { request_id?: unknown })?.request_id === 'string'
+        ? (body as { request_id: string }).request_id
+        : ''
     if (!requestId) throw exactError(400, 'Request ID is required')
     const db = this.core.database.db
-    const request = await db.selectFrom('requests').selectAll().where('id', '=', requestId).executeTakeFirst()
-    if (!request || request.user !== user) throw new ApiError(404, "The requested resource wasn't found.")
+    const request = await db
+      .selectFrom('requests')
+      .selectAll()
+      .where('id', '=', requestId)
+      .executeTakeFirst()
+    if (!request || request.user !== user)
+      throw new ApiError(404, "The requested resource wasn't found.")
     if (request.status !== 'failed') throw new ApiError(400, 'Only failed requests can be retried.')
     const multiplier = await this.availableModel(String(request.model))
     const history = (await db
@@ -144,8 +168,14 @@ export class ChatService {
           updated: now,
         }
         if (p.retryOf) {
-          const res = await trx.updateTable('requests').set(values).where('id', '=', p.retryOf).where('status', '=', 'failed').executeTakeFirst()
-          if (Number(res.numUpdatedRows) !== 1) throw new ApiError(400, 'Only failed requests can be retried.')
+          const res = await trx
+            .updateTable('requests')
+            .set(values)
+            .where('id', '=', p.retryOf)
+            .where('status', '=', 'failed')
+            .executeTakeFirst()
+          if (Number(res.numUpdatedRows) !== 1)
+            throw new ApiError(400, 'Only failed requests can be retried.')
         } else {
           const s = p.sampling
           await trx
@@ -191,9 +221,17 @@ export class ChatService {
   /** The model's credit multiplier, or the spec's "unavailable" error when no node serves it. */
   private async availableModel(modelId: string): Promise<number> {
     const db = this.core.database.db
-    const model = await db.selectFrom('models').select(['name', 'display_name', 'credit_multiplier', 'is_active']).where('id', '=', modelId).executeTakeFirst()
+    const model = await db
+      .selectFrom('models')
+      .select(['name', 'display_name', 'credit_multiplier', 'is_active'])
+      .where('id', '=', modelId)
+      .executeTakeFirst()
     if (!model) throw new ApiError(400, unavailableMessage(modelId))
-    const live = await db.selectFrom('available_models').select('node_count').where('id', '=', modelId).executeTakeFirst()
+    const live = await db
+      .selectFrom('available_models')
+      .select('node_count')
+      .where('id', '=', modelId)
+      .executeTakeFirst()
     if (!Number(model.is_active) || !live || Number(live.node_count) < 1) {
       throw exactError(400, unavailableMessage(String(model.display_name || model.name)))
     }
@@ -201,10 +239,18 @@ export class ChatService {
   }
 
   private async sampling(temperature: number | null): Promise<Omit<Sampling, 'max_tokens'>> {
-    const config = await this.core.database.db.selectFrom('config').selectAll().limit(1).executeTakeFirst()
-    const num = (key: string, fallback: number) => (config && Number.isFinite(Number(config[key])) ? Number(config[key]) : fallback)
+    const config = await this.core.database.db
+      .selectFrom('config')
+      .selectAll()
+      .limit(1)
+      .executeTakeFirst()
+    const num = (key: string, fallback: number) =>
+      config && Number.isFinite(Number(config[key])) ? Number(config[key]) : fallback
     return {
-      temperature: temperature !== null && Number.isFinite(temperature) ? temperature : num('default_temperature', 0.7),
+      temperature:
+        temperature !== null && Number.isFinite(temperature)
+          ? temperature
+          : num('default_temperature', 0.7),
       top_p: num('default_top_p', 0.9),
       top_k: Math.round(num('default_top_k', 40)),
       repeat_penalty: num('default_repeat_penalty', 1.1),

@@ -27,8 +27,13 @@ export interface Reservation {
 
 /** The balance cannot pay even the smallest useful reservation. */
 export class InsufficientBalanceError extends Error {
-  constructor(readonly available: number, readonly needed: number) {
-    super(`Insufficient credits: ${formatCredits(available)} available, at least ${formatCredits(needed)} needed`)
+  constructor(
+    readonly available: number,
+    readonly needed: number,
+  ) {
+    super(
+      `Insufficient credits: ${formatCredits(available)} available, at least ${formatCredits(needed)} needed`,
+    )
     this.name = 'InsufficientBalanceError'
   }
 }
@@ -43,7 +48,8 @@ export function requestCost(tokensInput: number, tokensOutput: number, multiplie
 /** Sizes the reservation from what is available: the output cap shrinks to what can be paid. */
 export function sizeReservation(input: ReservationInput, available: number): Reservation | null {
   const m = input.multiplier
-  const affordableOutput = m > 0 ? Math.floor(available / m) - input.estimatedInput : input.maxOutput
+  const affordableOutput =
+    m > 0 ? Math.floor(available / m) - input.estimatedInput : input.maxOutput
   const outputCap = Math.min(input.maxOutput, affordableOutput)
   if (outputCap < input.minOutput) return null
   return { amount: requestCost(input.estimatedInput, outputCap, m), outputCap }
@@ -56,11 +62,18 @@ export function sizeReservation(input: ReservationInput, available: number): Res
 export async function holdCredits(db: Db, input: ReservationInput): Promise<Reservation> {
   await ensureBalance(db, input.user)
   for (let attempt = 0; ; attempt++) {
-    const row = await db.selectFrom('user_balances').select(['balance', 'held']).where('user', '=', input.user).executeTakeFirstOrThrow()
+    const row = await db
+      .selectFrom('user_balances')
+      .select(['balance', 'held'])
+      .where('user', '=', input.user)
+      .executeTakeFirstOrThrow()
     const available = Number(row.balance) - Number(row.held)
     const reservation = sizeReservation(input, available)
     if (!reservation) {
-      throw new InsufficientBalanceError(available, requestCost(input.estimatedInput, input.minOutput, input.multiplier))
+      throw new InsufficientBalanceError(
+        available,
+        requestCost(input.estimatedInput, input.minOutput, input.multiplier),
+      )
     }
     const updated = await db
       .updateTable('user_balances')
@@ -79,7 +92,10 @@ export async function releaseHold(db: Db, user: string, amount: number): Promise
   if (!(amount > 0)) return
   await db
     .updateTable('user_balances')
-    .set({ held: sql`CASE WHEN held - ${amount} < 0 THEN 0 ELSE held - ${amount} END`, updated: nowDate() })
+    .set({
+      held: sql`CASE WHEN held - ${amount} < 0 THEN 0 ELSE held - ${amount} END`,
+      updated: nowDate(),
+    })
     .where('user', '=', user)
     .execute()
 }

@@ -39,7 +39,11 @@ export async function settleRequest(db: Db, c: Completion): Promise<SettledReque
       .select(['r.user', 'r.conversation', 'r.reserved', 'm.credit_multiplier'])
       .where('r.id', '=', c.requestId)
       .executeTakeFirst()
-    const node = await trx.selectFrom('nodes').select(['user']).where('id', '=', c.nodeId).executeTakeFirst()
+    const node = await trx
+      .selectFrom('nodes')
+      .select(['user'])
+      .where('id', '=', c.nodeId)
+      .executeTakeFirst()
     if (!request || !node) return null
     const now = nowDate()
     const marked = await trx
@@ -65,10 +69,17 @@ export async function settleRequest(db: Db, c: Completion): Promise<SettledReque
     const user = String(request.user)
     const reserved = Number(request.reserved ?? 0)
     // The cost can never exceed the hold: output is capped by the reservation's output cap.
-    let cost = Math.min(requestCost(c.tokensInput, c.tokensOutput, Number(request.credit_multiplier ?? 1)), reserved)
+    let cost = Math.min(
+      requestCost(c.tokensInput, c.tokensOutput, Number(request.credit_multiplier ?? 1)),
+      reserved,
+    )
     await releaseHold(trx, user, reserved)
     // An admin debit during the job may have taken part of the held credits: never overdraw.
-    const balance = await trx.selectFrom('user_balances').select('balance').where('user', '=', user).executeTakeFirst()
+    const balance = await trx
+      .selectFrom('user_balances')
+      .select('balance')
+      .where('user', '=', user)
+      .executeTakeFirst()
     cost = Math.max(0, Math.min(cost, Number(balance?.balance ?? 0)))
     if (cost > 0) {
       await applyEntry(trx, {
@@ -89,7 +100,11 @@ export async function settleRequest(db: Db, c: Completion): Promise<SettledReque
     if (request.conversation) {
       await trx
         .updateTable('conversations')
-        .set({ message_count: sql`COALESCE(message_count, 0) + 1`, last_message_at: now, updated: now })
+        .set({
+          message_count: sql`COALESCE(message_count, 0) + 1`,
+          last_message_at: now,
+          updated: now,
+        })
         .where('id', '=', request.conversation)
         .execute()
     }
@@ -102,14 +117,28 @@ export async function settleRequest(db: Db, c: Completion): Promise<SettledReque
       })
       .where('id', '=', c.nodeId)
       .execute()
-    return { user, nodeOwner: String(node.user), conversation: String(request.conversation ?? ''), cost }
+    return {
+      user,
+      nodeOwner: String(node.user),
+      conversation: String(request.conversation ?? ''),
+      cost,
+    }
   })
 }
 
 /** Fails a request and releases its whole hold; false when it had already ended. */
-export async function failRequest(db: Db, requestId: string, errorMessage: string, canRetry: boolean): Promise<boolean> {
+export async function failRequest(
+  db: Db,
+  requestId: string,
+  errorMessage: string,
+  canRetry: boolean,
+): Promise<boolean> {
   return db.transaction().execute(async (trx) => {
-    const request = await trx.selectFrom('requests').select(['user', 'reserved']).where('id', '=', requestId).executeTakeFirst()
+    const request = await trx
+      .selectFrom('requests')
+      .select(['user', 'reserved'])
+      .where('id', '=', requestId)
+      .executeTakeFirst()
     if (!request) return false
     const marked = await trx
       .updateTable('requests')

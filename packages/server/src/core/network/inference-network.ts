@@ -9,7 +9,11 @@ import { failRequest } from '../ledger/settlement.ts'
 import { LINK_FLOW_TTL_MS, LinkFlows } from '../nodes/link-flows.ts'
 import { revokeCredentials } from '../nodes/node-credentials.ts'
 import { NodeRegistry } from '../nodes/node-registry.ts'
-import { defaultSchedulerOptions, Scheduler, type SchedulerOptions } from '../scheduler/scheduler.ts'
+import {
+  defaultSchedulerOptions,
+  Scheduler,
+  type SchedulerOptions,
+} from '../scheduler/scheduler.ts'
 
 export interface NetworkOptions {
   scheduler?: Partial<SchedulerOptions>
@@ -32,11 +36,21 @@ export interface InferenceNetwork {
 
 export const RESTART_MESSAGE = 'The coordinator restarted before this request finished.'
 
-export async function createInferenceNetwork(core: CoreApp, options: NetworkOptions = {}): Promise<InferenceNetwork> {
+export async function createInferenceNetwork(
+  core: CoreApp,
+  options: NetworkOptions = {},
+): Promise<InferenceNetwork> {
   await recoverAfterRestart(core)
-  const flows = new LinkFlows(core.database, core.records, options.linkFlowTtlMs ?? LINK_FLOW_TTL_MS)
+  const flows = new LinkFlows(
+    core.database,
+    core.records,
+    options.linkFlowTtlMs ?? LINK_FLOW_TTL_MS,
+  )
   const registry = new NodeRegistry(core, options.heartbeatTimeoutMs ?? 30_000)
-  const scheduler = new Scheduler(core, registry, { ...defaultSchedulerOptions, ...options.scheduler })
+  const scheduler = new Scheduler(core, registry, {
+    ...defaultSchedulerOptions,
+    ...options.scheduler,
+  })
   const chat = new ChatService(core, scheduler, options.maxOutputTokens ?? MAX_OUTPUT_TOKENS)
   const stopRevoking = core.events.on((change) => {
     if (change.collection.name === 'nodes' && change.action === 'delete') {
@@ -63,8 +77,20 @@ export async function createInferenceNetwork(core: CoreApp, options: NetworkOpti
  */
 async function recoverAfterRestart(core: CoreApp) {
   const db = core.database.db
-  const open = await db.selectFrom('requests').select('id').where('status', 'in', ['pending', 'processing']).execute()
+  const open = await db
+    .selectFrom('requests')
+    .select('id')
+    .where('status', 'in', ['pending', 'processing'])
+    .execute()
   for (const r of open) await failRequest(db, String(r.id), RESTART_MESSAGE, true)
-  await db.updateTable('nodes').set({ status: 'offline' }).where('status', '!=', 'offline').execute()
-  await db.updateTable('node_jobs').set({ status: 'failed' }).where('status', 'in', ['pending', 'acked']).execute()
+  await db
+    .updateTable('nodes')
+    .set({ status: 'offline' })
+    .where('status', '!=', 'offline')
+    .execute()
+  await db
+    .updateTable('node_jobs')
+    .set({ status: 'failed' })
+    .where('status', 'in', ['pending', 'acked'])
+    .execute()
 }

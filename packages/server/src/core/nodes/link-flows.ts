@@ -22,7 +22,8 @@ export interface StartedFlow {
   expires_at: string
 }
 
-export type WaitResult = { status: 'pending' } | { status: 'approved'; node_id: string; credential: string }
+export type WaitResult =
+  { status: 'pending' } | { status: 'approved'; node_id: string; credential: string }
 
 const invalidToken = () => new ApiError(400, 'Invalid or expired authorization token.')
 
@@ -57,14 +58,23 @@ export class LinkFlows {
     const url = new URL('/auth/approve-node', webBase)
     url.searchParams.set('token', stateToken)
     url.searchParams.set('device', deviceName)
-    return { state_token: stateToken, device_secret: deviceSecret, approve_url: url.toString(), expires_at: expiresAt.toISOString() }
+    return {
+      state_token: stateToken,
+      device_secret: deviceSecret,
+      approve_url: url.toString(),
+      expires_at: expiresAt.toISOString(),
+    }
   }
 
   /** Approves a pending flow for `userId` (from the caller's token): creates the node. */
-  async approve(stateToken: string, userId: string): Promise<{ node_id: string; device_name: string }> {
+  async approve(
+    stateToken: string,
+    userId: string,
+  ): Promise<{ node_id: string; device_name: string }> {
     const flow = await this.pendingFlow(stateToken)
     // Claim the flow first, so two approvals can never create two nodes.
-    if (!(await this.finish(stateToken, { status: 'approving', user: userId }))) throw invalidToken()
+    if (!(await this.finish(stateToken, { status: 'approving', user: userId })))
+      throw invalidToken()
     const node = await this.records.create(superuser, requireCollection('nodes'), {
       user: userId,
       device_name: String(flow.device_name).slice(0, 100) || 'Unknown',
@@ -84,7 +94,11 @@ export class LinkFlows {
 
   async deny(stateToken: string, userId: string, error: string): Promise<void> {
     await this.pendingFlow(stateToken)
-    const done = await this.finish(stateToken, { status: 'failed', user: userId, error: error || DENIED_MESSAGE })
+    const done = await this.finish(stateToken, {
+      status: 'failed',
+      user: userId,
+      error: error || DENIED_MESSAGE,
+    })
     if (!done) throw invalidToken()
   }
 
@@ -92,7 +106,11 @@ export class LinkFlows {
   async wait(stateToken: string, deviceSecret: string, timeoutMs = 25_000): Promise<WaitResult> {
     const deadline = Date.now() + timeoutMs
     for (;;) {
-      const flow = await this.database.db.selectFrom('_link_flows').selectAll().where('state_token', '=', stateToken).executeTakeFirst()
+      const flow = await this.database.db
+        .selectFrom('_link_flows')
+        .selectAll()
+        .where('state_token', '=', stateToken)
+        .executeTakeFirst()
       if (!flow || flow.device_secret_hash !== sha256Hex(deviceSecret)) {
         throw new ApiError(400, 'Invalid authorization request.')
       }
@@ -111,9 +129,14 @@ export class LinkFlows {
           .where('status', '=', 'approved')
           .executeTakeFirst()
         if (Number(taken.numUpdatedRows) !== 1) continue
-        return { status: 'approved', node_id: String(flow.node), credential: String(flow.credential) }
+        return {
+          status: 'approved',
+          node_id: String(flow.node),
+          credential: String(flow.credential),
+        }
       }
-      if (flow.status === 'collected') throw new ApiError(400, 'This authorization request was already completed.')
+      if (flow.status === 'collected')
+        throw new ApiError(400, 'This authorization request was already completed.')
       if (isExpired(flow.expires_at)) throw new ApiError(410, 'The authorization request expired.')
       const left = deadline - Date.now()
       if (left <= 0) return { status: 'pending' }
@@ -123,7 +146,11 @@ export class LinkFlows {
 
   private async pendingFlow(stateToken: string) {
     if (!stateToken) throw new ApiError(400, 'Missing authorization token.')
-    const flow = await this.database.db.selectFrom('_link_flows').selectAll().where('state_token', '=', stateToken).executeTakeFirst()
+    const flow = await this.database.db
+      .selectFrom('_link_flows')
+      .selectAll()
+      .where('state_token', '=', stateToken)
+      .executeTakeFirst()
     if (!flow || flow.status !== 'pending' || isExpired(flow.expires_at)) throw invalidToken()
     return flow
   }

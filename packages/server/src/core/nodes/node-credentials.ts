@@ -21,18 +21,32 @@ export async function issueCredential(db: Db, nodeId: string): Promise<string> {
   const now = nowDate()
   await db
     .insertInto('_node_credentials')
-    .values({ id: newRecordId(), node: nodeId, secret_hash: sha256Hex(secret), revoked: 0, created: now, updated: now })
+    .values({
+      id: newRecordId(),
+      node: nodeId,
+      secret_hash: sha256Hex(secret),
+      revoked: 0,
+      created: now,
+      updated: now,
+    })
     .execute()
   return secret
 }
 
 /** Revokes every credential of a node (deleted node, re-link of the house node). */
 export async function revokeCredentials(db: Db, nodeId: string): Promise<void> {
-  await db.updateTable('_node_credentials').set({ revoked: 1, updated: nowDate() }).where('node', '=', nodeId).execute()
+  await db
+    .updateTable('_node_credentials')
+    .set({ revoked: 1, updated: nowDate() })
+    .where('node', '=', nodeId)
+    .execute()
 }
 
 /** The node id an `Authorization` header proves, or null (missing, malformed, wrong or revoked). */
-export async function verifyNodeAuthorization(db: Db, header: string | undefined | null): Promise<string | null> {
+export async function verifyNodeAuthorization(
+  db: Db,
+  header: string | undefined | null,
+): Promise<string | null> {
   const match = /^Bearer\s+([a-z0-9]{15})\.(\S+)$/.exec(header ?? '')
   if (!match) return null
   const [, nodeId, secret] = match

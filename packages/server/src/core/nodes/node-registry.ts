@@ -73,8 +73,10 @@ export class NodeRegistry {
     this.timer.unref()
     // What the owner changes reaches the node at once; a deleted node loses its socket.
     this.unsubscribe = core.events.on((change) => {
-      if (change.collection.name === 'node_models') void this.pushDesiredState(String(change.row.node))
-      if (change.collection.name === 'nodes' && change.action === 'delete') this.get(String(change.row.id))?.ws.terminate()
+      if (change.collection.name === 'node_models')
+        void this.pushDesiredState(String(change.row.node))
+      if (change.collection.name === 'nodes' && change.action === 'delete')
+        this.get(String(change.row.id))?.ws.terminate()
     })
   }
 
@@ -153,7 +155,12 @@ export class NodeRegistry {
         session.maxJobs = frame.max_jobs
         session.busyJobs = frame.busy_jobs
         const busy = Math.max(frame.busy_jobs, session.jobs.size) >= frame.max_jobs
-        this.enqueue(session, () => this.updateNode(session.nodeId, { status: busy ? 'busy' : 'online', last_seen: nowDate() }))
+        this.enqueue(session, () =>
+          this.updateNode(session.nodeId, {
+            status: busy ? 'busy' : 'online',
+            last_seen: nowDate(),
+          }),
+        )
         if (freed) this.listener?.onCapacity()
         return
       }
@@ -165,9 +172,17 @@ export class NodeRegistry {
     }
   }
 
-  private async saveModelStatus(nodeId: string, frame: Extract<NodeToServerFrame, { type: 'model_status' }>) {
+  private async saveModelStatus(
+    nodeId: string,
+    frame: Extract<NodeToServerFrame, { type: 'model_status' }>,
+  ) {
     const db = this.core.database.db
-    const row = await db.selectFrom('node_models').selectAll().where('id', '=', frame.node_model_id).where('node', '=', nodeId).executeTakeFirst()
+    const row = await db
+      .selectFrom('node_models')
+      .selectAll()
+      .where('id', '=', frame.node_model_id)
+      .where('node', '=', nodeId)
+      .executeTakeFirst()
     if (!row) return // not this node's model: ignored
     const next = {
       is_downloaded: frame.is_downloaded ? 1 : 0,
@@ -178,7 +193,12 @@ export class NodeRegistry {
     }
     const changed = Object.entries(next).filter(([k, v]) => String(row[k]) !== String(v))
     if (!changed.length) return
-    await this.core.records.update(superuser, nodeModelsCollection(), frame.node_model_id, Object.fromEntries(changed))
+    await this.core.records.update(
+      superuser,
+      nodeModelsCollection(),
+      frame.node_model_id,
+      Object.fromEntries(changed),
+    )
     if (frame.is_serving && !Number(row.is_serving)) this.listener?.onCapacity()
   }
 
@@ -189,7 +209,9 @@ export class NodeRegistry {
     session.chain = session.chain.then(async () => {
       // A node may be back already on a new socket; then it stays online.
       if (this.sessions.has(session.nodeId)) return
-      await this.updateNode(session.nodeId, { status: 'offline', last_seen: nowDate() }).catch(() => {})
+      await this.updateNode(session.nodeId, { status: 'offline', last_seen: nowDate() }).catch(
+        () => {},
+      )
     })
   }
 
@@ -202,11 +224,17 @@ export class NodeRegistry {
   private enqueue(session: NodeSession, task: () => Promise<void>) {
     if (this.closed) return
     // A failed write is reported and the chain goes on: one bad write must not stall a node.
-    session.chain = session.chain.then(task).catch((err) => console.error('node registry write failed', err))
+    session.chain = session.chain
+      .then(task)
+      .catch((err) => console.error('node registry write failed', err))
   }
 
   private async updateNode(nodeId: string, values: Record<string, unknown>) {
-    const exists = await this.core.database.db.selectFrom('nodes').select('id').where('id', '=', nodeId).executeTakeFirst()
+    const exists = await this.core.database.db
+      .selectFrom('nodes')
+      .select('id')
+      .where('id', '=', nodeId)
+      .executeTakeFirst()
     if (!exists) return
     await this.core.records.update(superuser, nodesCollection(), nodeId, values)
   }

@@ -13,7 +13,12 @@ export interface NodeChoice {
   anyEligible: boolean
 }
 
-export async function pickNode(db: Db, registry: NodeRegistry, modelId: string, exclude: Set<string>): Promise<NodeChoice> {
+export async function pickNode(
+  db: Db,
+  registry: NodeRegistry,
+  modelId: string,
+  exclude: Set<string>,
+): Promise<NodeChoice> {
   const rows = await db
     .selectFrom('node_models as nm')
     .innerJoin('nodes as n', 'n.id', 'nm.node')
@@ -23,7 +28,11 @@ export async function pickNode(db: Db, registry: NodeRegistry, modelId: string, 
     .where('n.is_active', '=', 1)
     .execute()
   const eligible = rows
-    .map((r) => ({ session: registry.get(String(r.id)), reputation: Number(r.reputation), tps: Number(r.tps) }))
+    .map((r) => ({
+      session: registry.get(String(r.id)),
+      reputation: Number(r.reputation),
+      tps: Number(r.tps),
+    }))
     .filter((c): c is { session: NodeSession; reputation: number; tps: number } =>
       Boolean(c.session?.open && c.session.helloed && !exclude.has(c.session.nodeId)),
     )

@@ -8,13 +8,18 @@
 import type { JobOfferFrame, NodeToServerFrame } from '@meshwork/protocol'
 import type { CoreApp } from '../app.ts'
 import { requireCollection } from '../collections/registry.ts'
-import { server as superuser } from '../records/caller.ts'
 import type { Row } from '../records/serialize.ts'
-import { failRequest, penalizeNode, settleRequest } from '../ledger/settlement.ts'
+import { penalizeNode } from '../ledger/settlement.ts'
 import type { NodeRegistry, RegistryListener } from '../nodes/node-registry.ts'
 import { CoalescedPublisher } from './coalesced-publisher.ts'
-import { emitBalance, emitById, emitStored } from './emit-stored.ts'
 import { pickNode } from './pick-node.ts'
+import {
+  createJob,
+  failAndPublish,
+  markProcessing,
+  setJobStatus,
+  settleAndPublish,
+} from './request-writes.ts'
 
 export interface SchedulerOptions {
   /** Minimum time between two partial-response publishes of one request (~20/s). */
@@ -34,7 +39,8 @@ export const defaultSchedulerOptions: SchedulerOptions = {
   maxAttempts: 3,
 }
 
-export const NO_NODE_MESSAGE = 'No node is available to process this request. Please try again later.'
+export const NO_NODE_MESSAGE =
+  'No node is available to process this request. Please try again later.'
 
 /** What the scheduler needs to run one request. */
 export interface WorkItem {
@@ -80,7 +86,16 @@ export class Scheduler implements RegistryListener {
 
   /** Queues a request; answers its position in the queue (0: goes out first). */
   enqueue(item: WorkItem): number {
-    const work: Work = { ...item, tried: new Set(), job: null, text: '', lastError: '', publisher: null, row: null, chain: Promise.resolve() }
+    const work: Work = {
+      ...item,
+      tried: new Set(),
+      job: null,
+      text: '',
+      lastError: '',
+      publisher: null,
+      row: null,
+      chain: Promise.resolve(),
+    }
     this.queue.push(work)
     const position = this.queue.filter((w) => w.modelId === item.modelId).length - 1
     this.onCapacity()
@@ -148,13 +163,21 @@ export class Scheduler implements RegistryListener {
       do {
         this.pumpAgain = false
         for (const work of [...this.queue]) {
-          const choice = await pickNode(this.core.database.db, this.registry, work.modelId, work.tried)
+          const choice = await pickNode(
+            this.core.database.db,
+            this.registry,
+            work.modelId,
+            work.tried,
+          )
           if (choice.node) {
             this.queue.splice(this.queue.indexOf(work), 1)
             await this.dispatch(work, choice.node.nodeId)
           } else if (!choice.anyEligible) {
             this.queue.splice(this.queue.indexOf(work), 1)
-            this.fail(work, work.lastError ? `${NO_NODE_MESSAGE} (${work.lastError})` : NO_NODE_MESSAGE)
+            this.fail(
+              work,
+              work.lastError ? `${NO_NODE_MESSAGE} (${work.lastError})` : NO_NODE_MESSAGE,
+            )
           }
         }
       } while (this.pumpAgain)
@@ -168,18 +191,15 @@ export class Scheduler implements RegistryListener {
 
   private async dispatch(work: Work, nodeId: string): Promise<void> {
     const session = this.registry.get(nodeId)!
-    const job = await this.core.records.create(superuser, requireCollection('node_jobs'), {
-      request: work.requestId,
-      node: nodeId,
-      status: 'pending',
-    })
-    const jobId = String(job.id)
+    const jobId = await createJob(this.core, work.requestId, nodeId)
     work.tried.add(nodeId)
     work.job = { id: jobId, nodeId, acked: false, lastActivity: Date.now() }
     work.text = ''
     this.byJob.set(jobId, work)
     session.jobs.add(jobId)
-    work.publisher = new CoalescedPublisher(this.options.streamIntervalMs, () => this.publishPartial(work))
+    work.publisher = new CoalescedPublisher(this.options.streamIntervalMs, () =>
+      this.publishPartial(work),
+    )
     const sent = session.send({
       type: 'job_offer',
       job_id: jobId,
@@ -192,19 +212,21 @@ export class Scheduler implements RegistryListener {
   }
 
   private async markProcessing(work: Work, jobId: string, nodeId: string) {
-    await this.setJobStatus(jobId, 'acked')
+    await setJobStatus(this.core, jobId, 'acked')
     if (work.job?.id !== jobId) return
-    const requests = requireCollection('requests')
-    const current = await this.core.database.db.selectFrom('requests').select('status').where('id', '=', work.requestId).executeTakeFirst()
-    if (!current || !['pending', 'processing'].includes(String(current.status))) return
-    await this.core.records.update(superuser, requests, work.requestId, { status: 'processing', node: nodeId, is_partial: false, response: '' })
-    work.row = (await this.core.database.db.selectFrom('requests').selectAll().where('id', '=', work.requestId).executeTakeFirst()) ?? null
+    work.row = await markProcessing(this.core, work.requestId, nodeId)
   }
 
   /** The growing response goes out as an update event of the in-memory row: no database write. */
   private publishPartial(work: Work) {
     if (!work.row || !work.job) return
-    const row: Row = { ...work.row, status: 'processing', node: work.job.nodeId, response: work.text, is_partial: 1 }
+    const row: Row = {
+      ...work.row,
+      status: 'processing',
+      node: work.job.nodeId,
+      response: work.text,
+      is_partial: 1,
+    }
     this.core.events.emit({ action: 'update', collection: requireCollection('requests'), row })
   }
 
@@ -212,8 +234,8 @@ export class Scheduler implements RegistryListener {
     const jobId = frame.job_id
     this.release(work)
     this.serial(work, async () => {
-      await this.setJobStatus(jobId, 'completed')
-      const settled = await settleRequest(this.core.database.db, {
+      await setJobStatus(this.core, jobId, 'completed')
+      await settleAndPublish(this.core, {
         requestId: work.requestId,
         nodeId,
         response: work.text,
@@ -222,14 +244,6 @@ export class Scheduler implements RegistryListener {
         tokensOutput: Math.min(frame.tokens_output, work.maxTokens),
         processingTimeMs: frame.processing_time_ms,
       })
-      await emitById(this.core, 'requests', work.requestId)
-      if (settled) {
-        await emitBalance(this.core, settled.user)
-        if (settled.nodeOwner !== settled.user) await emitBalance(this.core, settled.nodeOwner)
-        await emitStored(this.core, 'user_credit_txs', { column: 'request', value: work.requestId }, 'create')
-        if (settled.conversation) await emitById(this.core, 'conversations', settled.conversation)
-        await emitById(this.core, 'nodes', nodeId)
-      }
     })
     this.onCapacity()
   }
@@ -243,11 +257,15 @@ export class Scheduler implements RegistryListener {
     const session = this.registry.get(job.nodeId)
     session?.send({ type: 'job_cancel', job_id: job.id })
     this.serial(work, async () => {
-      await this.setJobStatus(job.id, 'failed')
+      await setJobStatus(this.core, job.id, 'failed')
       if (penalize) await penalizeNode(this.core.database.db, job.nodeId)
       if (work.row) {
         // Discard the partial text: the next node's answer replaces it.
-        this.core.events.emit({ action: 'update', collection: requireCollection('requests'), row: { ...work.row, status: 'pending', response: '', is_partial: 1 } })
+        this.core.events.emit({
+          action: 'update',
+          collection: requireCollection('requests'),
+          row: { ...work.row, status: 'pending', response: '', is_partial: 1 },
+        })
       }
     })
     if (work.tried.size >= this.options.maxAttempts) {
@@ -268,12 +286,7 @@ export class Scheduler implements RegistryListener {
   }
 
   private fail(work: Work, message: string) {
-    this.serial(work, async () => {
-      if (await failRequest(this.core.database.db, work.requestId, message, true)) {
-        await emitById(this.core, 'requests', work.requestId)
-        await emitBalance(this.core, work.user)
-      }
-    })
+    this.serial(work, () => failAndPublish(this.core, work.requestId, work.user, message))
   }
 
   private checkStalls() {
@@ -284,10 +297,6 @@ export class Scheduler implements RegistryListener {
       const limit = job.acked ? this.options.stallMs : this.options.offerTimeoutMs
       if (now - job.lastActivity > limit) this.reassign(work, 'The node stopped responding')
     }
-  }
-
-  private async setJobStatus(jobId: string, status: string) {
-    await this.core.records.update(superuser, requireCollection('node_jobs'), jobId, { status }).catch(() => {})
   }
 
   /** Database work of one request runs in order (accepted before done, done before anything later). */

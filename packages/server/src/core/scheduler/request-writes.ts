@@ -1,0 +1,83 @@
+/**
+ * @module The scheduler's database writes for one request and its jobs, each followed by the
+ * record events realtime subscribers need (settlement and failure write with Kysely in one
+ * transaction, so their rows are published after the commit).
+ */
+import type { CoreApp } from '../app.ts'
+import { requireCollection } from '../collections/registry.ts'
+import { server as superuser } from '../records/caller.ts'
+import type { Row } from '../records/serialize.ts'
+import { failRequest, settleRequest, type Completion } from '../ledger/settlement.ts'
+import { emitBalance, emitById, emitStored } from './emit-stored.ts'
+
+/** A `node_jobs` row (pending) for one offer; its id is the protocol's job_id. */
+export async function createJob(core: CoreApp, requestId: string, nodeId: string): Promise<string> {
+  const job = await core.records.create(superuser, requireCollection('node_jobs'), {
+    request: requestId,
+    node: nodeId,
+    status: 'pending',
+  })
+  return String(job.id)
+}
+
+export async function setJobStatus(core: CoreApp, jobId: string, status: string): Promise<void> {
+  // A job row deleted with its request (cascade) has nothing left to update.
+  await core.records
+    .update(superuser, requireCollection('node_jobs'), jobId, { status })
+    .catch(() => {})
+}
+
+/** The request is running on `nodeId`; answers the stored row (the base of partial events). */
+export async function markProcessing(
+  core: CoreApp,
+  requestId: string,
+  nodeId: string,
+): Promise<Row | null> {
+  const db = core.database.db
+  const current = await db
+    .selectFrom('requests')
+    .select('status')
+    .where('id', '=', requestId)
+    .executeTakeFirst()
+  if (!current || !['pending', 'processing'].includes(String(current.status))) return null
+  await core.records.update(superuser, requireCollection('requests'), requestId, {
+    status: 'processing',
+    node: nodeId,
+    is_partial: false,
+    response: '',
+  })
+  return (
+    (await db.selectFrom('requests').selectAll().where('id', '=', requestId).executeTakeFirst()) ??
+    null
+  )
+}
+
+/** Settles (exactly once) and publishes the final request, balances, ledger rows, conversation, node. */
+export async function settleAndPublish(core: CoreApp, completion: Completion): Promise<void> {
+  const settled = await settleRequest(core.database.db, completion)
+  await emitById(core, 'requests', completion.requestId)
+  if (!settled) return
+  await emitBalance(core, settled.user)
+  if (settled.nodeOwner !== settled.user) await emitBalance(core, settled.nodeOwner)
+  await emitStored(
+    core,
+    'user_credit_txs',
+    { column: 'request', value: completion.requestId },
+    'create',
+  )
+  if (settled.conversation) await emitById(core, 'conversations', settled.conversation)
+  await emitById(core, 'nodes', completion.nodeId)
+}
+
+/** Fails a retryable request, releases its hold and publishes both. */
+export async function failAndPublish(
+  core: CoreApp,
+  requestId: string,
+  user: string,
+  message: string,
+): Promise<void> {
+  if (await failRequest(core.database.db, requestId, message, true)) {
+    await emitById(core, 'requests', requestId)
+    await emitBalance(core, user)
+  }
+}
