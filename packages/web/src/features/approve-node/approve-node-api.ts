@@ -1,0 +1,24 @@
+/** @module The approve and deny calls of spec §7, as mutations. */
+import { useMutation } from '@tanstack/react-query'
+import { approveNode, denyNode } from '../../lib/api.ts'
+import { ApiError } from '../../lib/api-error.ts'
+import type { CurrentUser } from '../../lib/pb.ts'
+import { MISSING_TOKEN } from './approve-node-copy.ts'
+
+export function useApproveNode() {
+  return useMutation({
+    mutationFn: ({ token, user }: { token: string; user: CurrentUser }) => {
+      if (!token) throw new ApiError(400, MISSING_TOKEN)
+      return approveNode(token, { id: user.id, email: user.email, name: user.name, credits: user.credits })
+    },
+  })
+}
+
+export function useDenyNode() {
+  return useMutation({
+    mutationFn: (token: string) => {
+      if (!token) throw new ApiError(400, MISSING_TOKEN)
+      return denyNode(token)
+    },
+  })
+}
