@@ -77,28 +77,39 @@ export function useDefaultTemperature(): number {
   return typeof value === 'number' && value >= 0 && value <= 2 ? value : 0.7
 }
 
-function useInvalidateConversations() {
-  const queryClient = useQueryClient()
-  return () => queryClient.invalidateQueries({ queryKey: ['conversations'] })
-}
-
 /** Create, rename, change model, delete: failures are only logged (spec §8). */
 export function useConversationMutations() {
-  const invalidate = useInvalidateConversations()
+  const queryClient = useQueryClient()
+  const { user } = useAuth()
+  const key = chatKeys.conversations(user?.id ?? '')
+  const invalidate = () => queryClient.invalidateQueries({ queryKey: ['conversations'] })
+  // Put the server's answer in the cache at once so the header and sidebar do not wait for the
+  // refetch that follows.
+  const upsert = (record: ConversationRecord) =>
+    queryClient.setQueryData<ConversationRecord[]>(key, (list = []) =>
+      list.some((c) => c.id === record.id)
+        ? list.map((c) => (c.id === record.id ? record : c))
+        : [record, ...list],
+    )
+
   const create = useMutation({
     mutationFn: (model: string) =>
       pb.collection('conversations').create<ConversationRecord>({ model, title: 'New Chat' }),
+    onSuccess: upsert,
     onSettled: invalidate,
     onError: (err) => console.error('Failed to create conversation', err),
   })
   const update = useMutation({
     mutationFn: ({ id, ...body }: { id: string; title?: string; model?: string }) =>
       pb.collection('conversations').update<ConversationRecord>(id, body),
+    onSuccess: upsert,
     onSettled: invalidate,
     onError: (err) => console.error('Failed to update conversation', err),
   })
   const remove = useMutation({
     mutationFn: (id: string) => pb.collection('conversations').delete(id),
+    onSuccess: (_ok, id) =>
+      queryClient.setQueryData<ConversationRecord[]>(key, (list = []) => list.filter((c) => c.id !== id)),
     onSettled: invalidate,
     onError: (err) => console.error('Failed to delete conversation', err),
   })
