@@ -10,7 +10,7 @@ describe.each(dialects)('[%s] device link flow and node gateway', (dialect) => {
     server = await startTestServer(
       dialect,
       {},
-      { network: { waitFlowTimeoutMs: 300, linkFlowTtlMs: 60_000 } },
+      { network: { waitFlowTimeoutMs: 300, linkFlowTtlMs: 60_000, heartbeatTimeoutMs: 1000 } },
     )
   })
   afterAll(async () => {
@@ -183,13 +183,11 @@ describe.each(dialects)('[%s] device link flow and node gateway', (dialect) => {
       other.collection('node_models').update(nmId, { requested_serving: false }),
     ).rejects.toSatisfy((e) => expectApiError(e).status === 404)
     await expect(
-      other
-        .collection('node_models')
-        .create({
-          node: nodeId,
-          model: await modelId(server, 'llama-2-tiny-random'),
-          requested_download: true,
-        }),
+      other.collection('node_models').create({
+        node: nodeId,
+        model: await modelId(server, 'llama-2-tiny-random'),
+        requested_download: true,
+      }),
     ).rejects.toSatisfy((e) => expectApiError(e).status === 400)
     // A node cannot write records: its own reports for another node's model are ignored.
     node.send({
@@ -240,5 +238,27 @@ describe.each(dialects)('[%s] device link flow and node gateway', (dialect) => {
       'revoked',
     )
     expect(await new FakeNode(server, nodeId, credential).connect()).toBe(401)
+  })
+
+  it('takes a node offline when its heartbeats stop', async () => {
+    const owner = await signUp(server, 'silent')
+    const { nodeId, credential } = await linkNode(server, owner)
+    const node = new FakeNode(server, nodeId, credential)
+    await node.connect()
+    await waitUntil(
+      async () => (await owner.collection('nodes').getOne(nodeId)).status === 'online',
+      5000,
+      'online',
+    )
+    await new Promise((r) => setTimeout(r, 1200))
+    expect((await owner.collection('nodes').getOne(nodeId)).status).toBe('online')
+    const closed = new Promise<void>((r) => node.ws.once('close', () => r()))
+    node.silence()
+    await closed
+    await waitUntil(
+      async () => (await owner.collection('nodes').getOne(nodeId)).status === 'offline',
+      5000,
+      'offline',
+    )
   })
 })

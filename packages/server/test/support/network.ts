@@ -65,6 +65,7 @@ export class FakeNode {
   chunkDelayMs = 20
   tokensInputReported = 999
   jobs: JobOfferFrame[] = []
+  private heartbeat: NodeJS.Timeout | null = null
 
   constructor(
     readonly server: TestServer,
@@ -84,6 +85,7 @@ export class FakeNode {
       this.onFrame(serverToNodeFrameSchema.parse(JSON.parse(String(data)))),
     )
     this.ws.on('error', () => {})
+    this.ws.on('close', () => this.silence())
     return new Promise((resolve) => {
       this.ws.on('open', () => {
         this.send({
@@ -94,6 +96,10 @@ export class FakeNode {
           engines: [{ kind: 'llama.cpp', version: null }],
           max_jobs: this.maxJobs,
         })
+        this.heartbeat = setInterval(
+          () => this.send({ type: 'heartbeat', busy_jobs: 0, max_jobs: this.maxJobs }),
+          100,
+        )
         resolve('open')
       })
       this.ws.on('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0))
@@ -104,7 +110,13 @@ export class FakeNode {
     if (this.ws.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(frame))
   }
 
+  /** Stops heartbeats but keeps the socket open (a hung machine). */
+  silence() {
+    if (this.heartbeat) clearInterval(this.heartbeat)
+  }
+
   kill() {
+    this.silence()
     this.ws.terminate()
   }
 

@@ -17,7 +17,7 @@ import {
 
 export interface NetworkOptions {
   scheduler?: Partial<SchedulerOptions>
-  /** A node silent for this long is disconnected (heartbeats come every 5 s). */
+  /** A node silent for this long (15 s by default) is disconnected; heartbeats come every 5 s. */
   heartbeatTimeoutMs?: number
   linkFlowTtlMs?: number
   /** How long one wait-flow long poll holds before answering pending. */
@@ -46,7 +46,7 @@ export async function createInferenceNetwork(
     core.records,
     options.linkFlowTtlMs ?? LINK_FLOW_TTL_MS,
   )
-  const registry = new NodeRegistry(core, options.heartbeatTimeoutMs ?? 30_000)
+  const registry = new NodeRegistry(core, options.heartbeatTimeoutMs ?? 15_000)
   const scheduler = new Scheduler(core, registry, {
     ...defaultSchedulerOptions,
     ...options.scheduler,

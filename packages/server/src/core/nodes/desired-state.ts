@@ -23,7 +23,7 @@ export async function loadDesiredState(db: Db, nodeId: string): Promise<DesiredN
     .orderBy('nm.created')
     .execute()
   return rows
-    .filter((r) => r.file_name && /^[0-9a-f]{64}$/i.test(String(r.sha256)))
+    .filter((r) => isBareFileName(String(r.file_name)) && /^[0-9a-f]{64}$/i.test(String(r.sha256)))
     .map((r) => ({
       id: String(r.id),
       model: {
@@ -36,4 +36,9 @@ export async function loadDesiredState(db: Db, nodeId: string): Promise<DesiredN
       requested_download: Boolean(Number(r.requested_download)),
       requested_serving: Boolean(Number(r.requested_serving)),
     }))
+}
+
+/** The node stores the file under this name: no directories, no hidden files. */
+function isBareFileName(name: string): boolean {
+  return Boolean(name) && !name.includes('/') && !name.includes('\\') && !name.startsWith('.')
 }

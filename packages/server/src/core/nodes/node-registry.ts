@@ -67,7 +67,7 @@ export class NodeRegistry {
 
   constructor(
     private core: CoreApp,
-    private heartbeatTimeoutMs = 30_000,
+    private heartbeatTimeoutMs = 15_000,
   ) {
     this.timer = setInterval(() => this.sweep(), Math.min(5000, heartbeatTimeoutMs / 2))
     this.timer.unref()
@@ -89,8 +89,14 @@ export class NodeRegistry {
   }
 
   attach(nodeId: string, ws: WebSocket): NodeSession {
-    // A node that reconnects replaces its old socket: its jobs there are lost.
-    this.sessions.get(nodeId)?.ws.terminate()
+    // A node that reconnects replaces its old socket: its jobs there are lost (the agent aborts
+    // them when a socket drops), so they go to other nodes now rather than after a stall.
+    const previous = this.sessions.get(nodeId)
+    if (previous) {
+      this.sessions.delete(nodeId)
+      this.listener?.onNodeGone(nodeId)
+      previous.ws.terminate()
+    }
     const session = new NodeSession(nodeId, ws)
     this.sessions.set(nodeId, session)
     ws.on('message', (data, isBinary) => {
