@@ -144,14 +144,20 @@ for (const theme of ['light', 'dark']) {
     await ctx.close()
   }
 }
-// Interactions, light theme.
-for (const width of [1280, 390]) {
+// Interactions.
+for (const [width, theme] of [[1280, 'light'], [390, 'light'], [1280, 'dark']]) {
   const ctx = await browser.newContext({ viewport: { width, height: 820 } })
   await ctx.route('**/api/**', api)
   const page = await ctx.newPage()
   page.on('pageerror', (e) => console.error('pageerror', e.message))
   await page.goto(`${base}/login`)
-  await page.evaluate(([t, u]) => localStorage.setItem('pocketbase_auth', JSON.stringify({ token: t, record: u })), [token, user])
+  await page.evaluate(
+    ([t, u, th]) => {
+      localStorage.setItem('pocketbase_auth', JSON.stringify({ token: t, record: u }))
+      localStorage.setItem('meshwork-theme', th)
+    },
+    [token, user, theme],
+  )
   await page.goto(`${base}/chat?c=c1`)
   await page.waitForTimeout(600)
   const links = await page.$$eval('.markdown a', (as) => as.map((a) => a.getAttribute('href')))
@@ -160,38 +166,38 @@ for (const width of [1280, 390]) {
   if (width === 390) {
     await page.getByRole('button', { name: 'Open menu' }).click()
     await page.waitForTimeout(400)
-    await page.screenshot({ path: `${outDir}/x-mobile-menu-${width}.png` })
+    await page.screenshot({ path: `${outDir}/x-mobile-menu-${theme}-${width}.png` })
     await page.keyboard.press('Escape')
     await page.getByRole('button', { name: 'Open sidebar' }).click()
     await page.waitForTimeout(400)
-    await page.screenshot({ path: `${outDir}/x-mobile-sidebar-${width}.png` })
+    await page.screenshot({ path: `${outDir}/x-mobile-sidebar-${theme}-${width}.png` })
     await page.getByRole('button', { name: 'Close sidebar' }).first().click()
   }
   await page.getByRole('button', { name: 'Account menu' }).click()
   await page.waitForTimeout(300)
-  await page.screenshot({ path: `${outDir}/x-user-menu-${width}.png` })
+  await page.screenshot({ path: `${outDir}/x-user-menu-${theme}-${width}.png` })
   await axe(page, 'user-menu')
   await page.keyboard.press('Escape')
   await page.goto(`${base}/chat?c=c3`)
   await page.waitForTimeout(600)
   await page.getByRole('button', { name: /^Model:/ }).click()
   await page.waitForTimeout(300)
-  await page.screenshot({ path: `${outDir}/x-model-picker-${width}.png` })
+  await page.screenshot({ path: `${outDir}/x-model-picker-${theme}-${width}.png` })
   await axe(page, 'model-picker')
   await page.keyboard.press('Escape')
   await page.getByRole('button', { name: 'Chat settings' }).click()
   await page.waitForTimeout(300)
-  await page.screenshot({ path: `${outDir}/x-settings-${width}.png` })
+  await page.screenshot({ path: `${outDir}/x-settings-${theme}-${width}.png` })
   await axe(page, 'settings')
   await page.keyboard.press('Escape')
   await page.getByRole('textbox', { name: 'Message' }).fill('Tell me a story\nwith two lines')
   await page.getByRole('textbox', { name: 'Message' }).press('Enter')
   await page.waitForTimeout(60)
-  await page.screenshot({ path: `${outDir}/x-sent-early-${width}.png` })
+  await page.screenshot({ path: `${outDir}/x-sent-early-${theme}-${width}.png` })
   await page.waitForTimeout(700)
-  await page.screenshot({ path: `${outDir}/x-sent-mid-${width}.png` })
+  await page.screenshot({ path: `${outDir}/x-sent-mid-${theme}-${width}.png` })
   await page.waitForTimeout(2500)
-  await page.screenshot({ path: `${outDir}/x-sent-done-${width}.png` })
+  await page.screenshot({ path: `${outDir}/x-sent-done-${theme}-${width}.png` })
   await ctx.close()
 }
 await browser.close()
