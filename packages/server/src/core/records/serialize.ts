@@ -15,22 +15,48 @@ export interface SerializeOptions {
   superuser: boolean
 }
 
-export function serializeRecord(collection: CollectionDef, row: Row, opts: SerializeOptions): RecordJson {
-  const out: RecordJson = {
-    collectionId: collection.id,
-    collectionName: collection.name,
-    id: row.id,
+/** Per collection, the output keys in alphabetical order (as PocketBase's Go maps come out). */
+const keyOrders = new WeakMap<CollectionDef, string[]>()
+
+function keyOrder(collection: CollectionDef): string[] {
+  let order = keyOrders.get(collection)
+  if (!order) {
+    const fields = collection.fields.filter((f) => !f.hidden).map((f) => f.name)
+    order = ['collectionId', 'collectionName', 'id', ...fields].sort()
+    keyOrders.set(collection, order)
   }
-  for (const field of collection.fields) {
-    if (field.hidden) continue
-    if (field.private && !opts.owner && !opts.superuser) continue
-    out[field.name] = decodeValue(field.type, row[field.name])
+  return order
+}
+
+export function serializeRecord(collection: CollectionDef, row: Row, opts: SerializeOptions): RecordJson {
+  const types = fieldTypes(collection)
+  const out: RecordJson = {}
+  for (const key of keyOrder(collection)) {
+    if (key === 'collectionId') out.collectionId = collection.id
+    else if (key === 'collectionName') out.collectionName = collection.name
+    else if (key === 'id') out.id = row.id
+    else {
+      const field = types.get(key)!
+      if (field.private && !opts.owner && !opts.superuser) continue
+      out[key] = decodeValue(field.type, row[key])
+    }
   }
   if (collection.type === 'auth') {
     const visible = opts.self || opts.superuser || out.emailVisibility === true
     if (!visible) delete out.email
   }
-  return sortKeys(out)
+  return out
+}
+
+const fieldMaps = new WeakMap<CollectionDef, Map<string, CollectionDef['fields'][number]>>()
+
+function fieldTypes(collection: CollectionDef) {
+  let map = fieldMaps.get(collection)
+  if (!map) {
+    map = new Map(collection.fields.map((f) => [f.name, f]))
+    fieldMaps.set(collection, map)
+  }
+  return map
 }
 
 export function decodeValue(type: string, value: unknown): unknown {
