@@ -1,4 +1,6 @@
 import { execFile } from 'node:child_process'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -119,6 +121,42 @@ describe.each(dialects)('[%s] admin commands, model downloads and the local node
     expect(
       (await fetch(url, { headers: { authorization, range: `bytes=${file.length}-` } })).status,
     ).toBe(416)
+  })
+
+  it('streams the catalogue source URL through when the mirror lacks the file', async () => {
+    const bytes = Buffer.from('GGUF fake model bytes 0123456789')
+    const source = createServer((req, res) => {
+      const range = /bytes=(\d+)-/.exec(req.headers.range ?? '')
+      if (range) {
+        const start = Number(range[1])
+        res.writeHead(206, {
+          'content-range': `bytes ${start}-${bytes.length - 1}/${bytes.length}`,
+        })
+        return res.end(bytes.subarray(start))
+      }
+      res.writeHead(200, { 'content-length': bytes.length })
+      res.end(bytes)
+    })
+    await new Promise<void>((r) => source.listen(0, '127.0.0.1', r))
+    try {
+      const port = (source.address() as AddressInfo).port
+      const id = await addModel(server.core.database.db, {
+        name: `remote-${Date.now()}`,
+        source_url: `http://127.0.0.1:${port}/remote.gguf`,
+      })
+      const owner = await signUp(server, 'remote')
+      const { nodeId, credential } = await linkNode(server, owner)
+      const url = new URL(`/api/models/${id}/download`, server.url)
+      const authorization = nodeAuthorizationHeader(nodeId, credential)
+      const whole = await fetch(url, { headers: { authorization } })
+      expect(whole.status).toBe(200)
+      expect(Buffer.from(await whole.arrayBuffer()).equals(bytes)).toBe(true)
+      const part = await fetch(url, { headers: { authorization, range: 'bytes=5-' } })
+      expect(part.status).toBe(206)
+      expect(Buffer.from(await part.arrayBuffer()).equals(bytes.subarray(5))).toBe(true)
+    } finally {
+      source.close()
+    }
   })
 
   it('runs the local node of the house account, idempotently, and answers a first chat', async () => {
