@@ -28,7 +28,8 @@ const bubble = 'max-w-full rounded-2xl rounded-tl-md px-4 py-3'
 export const AssistantReply = memo(function AssistantReply(props: AssistantReplyProps) {
   const { requestId, record, sendError, showCosts, onSettled } = props
   const [liveRecord, setLiveRecord] = useState<RequestRecord | null>(null)
-  const [animate, setAnimate] = useState(props.live)
+  // Replies still streaming when history loaded type out as well; finished ones show at once.
+  const [animate, setAnimate] = useState(props.live || (!!record && !isTerminal(record.status)))
   const [retrying, setRetrying] = useState(false)
   const settledRef = useRef(false)
 
