@@ -7,6 +7,7 @@ import type { CoreApp } from '../app.ts'
 import { requireCollection } from '../collections/registry.ts'
 import { server as superuser } from '../records/caller.ts'
 import type { Row } from '../records/serialize.ts'
+import { nowDate } from '../../tools/dates.ts'
 import { failRequest, settleRequest, type Completion } from '../ledger/settlement.ts'
 import { emitBalance, emitById, emitStored } from './emit-stored.ts'
 
@@ -27,29 +28,32 @@ export async function setJobStatus(core: CoreApp, jobId: string, status: string)
     .catch(() => {})
 }
 
-/** The request is running on `nodeId`; answers the stored row (the base of partial events). */
+export async function loadRequestRow(core: CoreApp, requestId: string): Promise<Row | null> {
+  const db = core.database.db
+  return (
+    (await db.selectFrom('requests').selectAll().where('id', '=', requestId).executeTakeFirst()) ??
+    null
+  )
+}
+
+/**
+ * The request is running on `nodeId`; answers the stored row (the base of partial events). No
+ * event here: the scheduler publishes the row with the text streamed so far, so a subscriber
+ * never sees the response go back to empty.
+ */
 export async function markProcessing(
   core: CoreApp,
   requestId: string,
   nodeId: string,
 ): Promise<Row | null> {
-  const db = core.database.db
-  const current = await db
-    .selectFrom('requests')
-    .select('status')
+  const res = await core.database.db
+    .updateTable('requests')
+    .set({ status: 'processing', node: nodeId, updated: nowDate() })
     .where('id', '=', requestId)
+    .where('status', 'in', ['pending', 'processing'])
     .executeTakeFirst()
-  if (!current || !['pending', 'processing'].includes(String(current.status))) return null
-  await core.records.update(superuser, requireCollection('requests'), requestId, {
-    status: 'processing',
-    node: nodeId,
-    is_partial: false,
-    response: '',
-  })
-  return (
-    (await db.selectFrom('requests').selectAll().where('id', '=', requestId).executeTakeFirst()) ??
-    null
-  )
+  if (Number(res.numUpdatedRows) !== 1) return null
+  return loadRequestRow(core, requestId)
 }
 
 /** Settles (exactly once) and publishes the final request, balances, ledger rows, conversation, node. */

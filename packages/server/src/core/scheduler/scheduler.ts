@@ -15,6 +15,7 @@ import { CoalescedPublisher } from './coalesced-publisher.ts'
 import { pickNode } from './pick-node.ts'
 import {
   createJob,
+  loadRequestRow,
   failAndPublish,
   markProcessing,
   setJobStatus,
@@ -192,6 +193,8 @@ export class Scheduler implements RegistryListener {
   private async dispatch(work: Work, nodeId: string): Promise<void> {
     const session = this.registry.get(nodeId)!
     const jobId = await createJob(this.core, work.requestId, nodeId)
+    // The stored row is the base of partial events: known before the first chunk can arrive.
+    work.row ??= await loadRequestRow(this.core, work.requestId)
     work.tried.add(nodeId)
     work.job = { id: jobId, nodeId, acked: false, lastActivity: Date.now() }
     work.text = ''
@@ -214,7 +217,10 @@ export class Scheduler implements RegistryListener {
   private async markProcessing(work: Work, jobId: string, nodeId: string) {
     await setJobStatus(this.core, jobId, 'acked')
     if (work.job?.id !== jobId) return
-    work.row = await markProcessing(this.core, work.requestId, nodeId)
+    const row = await markProcessing(this.core, work.requestId, nodeId)
+    if (!row || work.job?.id !== jobId) return
+    work.row = row
+    this.publishPartial(work)
   }
 
   /** The growing response goes out as an update event of the in-memory row: no database write. */
