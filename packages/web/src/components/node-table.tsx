@@ -64,7 +64,7 @@ export function NodeTable({
         <tbody className="divide-y divide-slate-100 dark:divide-slate-800">
           {nodes.map((node) => (
             <tr key={node.id} title={lastSeenTip(node.last_seen)} className="hover:bg-slate-50/70 dark:hover:bg-slate-800/40">
-              <td className="px-5 py-3 font-medium text-slate-900 sm:px-6 dark:text-white">{deviceLabel(node)}</td>
+              <td className="px-5 py-3 font-medium whitespace-nowrap text-slate-900 sm:px-6 dark:text-white">{deviceLabel(node)}</td>
               <td className="px-3 py-3 whitespace-nowrap">
                 <NodeStatusBadge status={node.status} plain={!showStatusBadge} />
               </td>
@@ -76,7 +76,7 @@ export function NodeTable({
                     {node.servingModels.map((name) => (
                       <span
                         key={name}
-                        className="rounded-md bg-brand-50 px-2 py-0.5 text-xs font-medium text-brand-700 dark:bg-brand-500/15 dark:text-brand-100"
+                        className="rounded-md bg-brand-50 px-2 py-0.5 text-xs font-medium whitespace-nowrap text-brand-700 dark:bg-brand-500/15 dark:text-brand-100"
                       >
                         {name}
                       </span>

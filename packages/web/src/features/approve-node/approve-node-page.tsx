@@ -85,10 +85,10 @@ export default function ApproveNodePage() {
         </p>
       )}
       <div className="flex flex-col-reverse gap-2 sm:flex-row">
-        <Button variant="outline" className="flex-1" disabled={busy} onClick={onDeny}>
+        <Button variant="outline" className="w-full sm:w-auto sm:flex-1" disabled={busy} onClick={onDeny}>
           Deny
         </Button>
-        <Button className="flex-1" disabled={busy} onClick={onApprove}>
+        <Button className="w-full sm:w-auto sm:flex-1" disabled={busy} onClick={onApprove}>
           {approve.isPending ? 'Approving...' : 'Approve Connection'}
         </Button>
       </div>

@@ -50,7 +50,7 @@ export function PlatformCard({ platform, selected, onSelect }: { platform: Platf
         </span>
       )}
       <p className="text-sm text-slate-600 dark:text-slate-300">{platform.summary}</p>
-      <ul className="mt-3 space-y-1 text-xs text-slate-500 dark:text-slate-400">
+      <ul className="mt-3 space-y-1 text-xs text-slate-600 dark:text-slate-400">
         {platform.requirements.map((r) => (
           <li key={r}>• {r}</li>
         ))}

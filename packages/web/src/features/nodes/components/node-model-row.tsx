@@ -20,7 +20,7 @@ export function NodeModelRow({ entry, busy, onAction }: NodeModelRowProps) {
   const percent = parseDownloadPercent(record?.download_progress)
   return (
     <li className="rounded-lg border border-slate-200 p-3 dark:border-slate-800">
-      <div className="flex flex-wrap items-start justify-between gap-3">
+      <div className="flex flex-col gap-2 sm:flex-row sm:items-start sm:justify-between sm:gap-3">
         <div className="min-w-0">
           <p className="truncate font-medium text-slate-900 dark:text-white">{modelLabel(model)}</p>
           <p className="mt-0.5 flex flex-wrap gap-x-3 text-xs text-slate-500 dark:text-slate-400">
@@ -38,7 +38,7 @@ export function NodeModelRow({ entry, busy, onAction }: NodeModelRowProps) {
             )}
           </p>
         </div>
-        <div className="flex flex-wrap items-center gap-2">
+        <div className="flex shrink-0 flex-wrap items-center gap-2">
           {phase === 'not-downloaded' && (
             <Button size="sm" variant="outline" disabled={busy} onClick={() => onAction({ kind: 'download', modelId: model.id })}>
               <Download className="h-4 w-4" aria-hidden />
