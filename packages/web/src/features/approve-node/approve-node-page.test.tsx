@@ -1,6 +1,6 @@
 import { QueryClient, QueryClientProvider } from '@tanstack/react-query'
-import { cleanup, render, screen } from '@testing-library/react'
-import { afterEach, describe, expect, it } from 'vitest'
+import { cleanup, fireEvent, render, screen } from '@testing-library/react'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createMemoryRouter, RouterProvider, useLocation } from 'react-router'
 import { AuthProvider } from '../../context/auth-context.tsx'
 import { pb } from '../../lib/pb.ts'
@@ -16,6 +16,7 @@ function renderAt(path: string) {
     [
       { path: '/login', element: <LoginProbe /> },
       { path: '/auth/approve-node', element: <ApproveNodePage /> },
+      { path: '/nodes', element: <p>nodes screen</p> },
     ],
     { initialEntries: [path] },
   )
@@ -31,7 +32,50 @@ function renderAt(path: string) {
 describe('ApproveNodePage', () => {
   afterEach(() => {
     cleanup()
+    vi.restoreAllMocks()
     pb.authStore.clear()
+  })
+
+  const b64 = (o: object) => btoa(JSON.stringify(o)).replace(/=+$/, '')
+  const validToken = `${b64({ alg: 'HS256' })}.${b64({ id: 'u1', exp: 4102444800 })}.sig`
+  function signIn() {
+    pb.authStore.save(validToken, { id: 'u1', email: 'ada@example.com', name: 'ada', credits: 7, collectionName: 'users' } as never)
+    vi.spyOn(pb, 'collection').mockReturnValue({ authRefresh: () => Promise.resolve({}) } as never)
+  }
+  const reply = (status: number, body: unknown) =>
+    new Response(JSON.stringify(body), { status, headers: { 'Content-Type': 'application/json' } })
+
+  it('approve posts the state token and user info, then goes to /nodes', async () => {
+    signIn()
+    const fetchMock = vi.spyOn(globalThis, 'fetch').mockResolvedValue(reply(200, { status: 'ok' }))
+    renderAt('/auth/approve-node?token=tok1&device=studio')
+    expect(await screen.findByText('studio')).toBeTruthy()
+    fireEvent.click(screen.getByRole('button', { name: 'Approve Connection' }))
+    expect(await screen.findByText('nodes screen')).toBeTruthy()
+    const [url, init] = fetchMock.mock.calls[0]
+    expect(String(url)).toMatch(/\/api\/auth\/complete-flow$/)
+    expect(JSON.parse(String(init?.body))).toEqual({
+      state_token: 'tok1',
+      user_info: { id: 'u1', email: 'ada@example.com', name: 'ada', credits: 7 },
+    })
+  })
+
+  it('deny posts the failure and shows the closing message; a failed approve shows the error', async () => {
+    signIn()
+    vi.spyOn(console, 'warn').mockImplementation(() => {})
+    const fetchMock = vi.spyOn(globalThis, 'fetch').mockResolvedValueOnce(reply(400, { message: 'expired' }))
+    renderAt('/auth/approve-node?token=tok2')
+    expect(await screen.findByText('Unknown Device')).toBeTruthy()
+    fireEvent.click(screen.getByRole('button', { name: 'Approve Connection' }))
+    expect((await screen.findByRole('alert')).textContent).toBe('Failed to approve connection. Please try again.')
+    fetchMock.mockResolvedValueOnce(reply(200, {}))
+    fireEvent.click(screen.getByRole('button', { name: 'Deny' }))
+    expect(await screen.findByText('Connection denied. You can close this window.')).toBeTruthy()
+    expect(JSON.parse(String(fetchMock.mock.calls[1][1]?.body))).toEqual({
+      state_token: 'tok2',
+      status: 'failed',
+      error: 'User denied authorization',
+    })
   })
 
   it('without a token shows Invalid Request', () => {
