@@ -129,6 +129,8 @@ export class Scheduler implements RegistryListener {
         job.acked = true
         return this.serial(work, () => this.markProcessing(work, job.id, nodeId))
       case 'job_chunk':
+        // An empty chunk changes nothing; publishing it would only delay the first real text.
+        if (!frame.text) return
         work.text += frame.text
         work.publisher?.touch()
         return
@@ -238,6 +240,8 @@ export class Scheduler implements RegistryListener {
 
   private complete(work: Work, nodeId: string, frame: Extract<JobFrame, { type: 'job_done' }>) {
     const jobId = frame.job_id
+    // The whole answer reaches subscribers now; the completed record follows the settlement.
+    this.publishPartial(work)
     this.release(work)
     this.serial(work, async () => {
       await setJobStatus(this.core, jobId, 'completed')
