@@ -198,6 +198,31 @@ describe.each(dialects)('[%s] chat send, scheduler and credits', (dialect) => {
     node.kill()
   })
 
+  it('coalesces a fast stream to at most one partial event per 50 ms', async () => {
+    const { node } = await provider(stories)
+    node.chunks = Array.from({ length: 60 }, (_, i) => `t${i} `)
+    node.chunkDelayMs = 5
+    const pb = await signUp(server, 'fast')
+    const conv = await conversation(pb)
+    const times: number[] = []
+    let finish: () => void = () => {}
+    const completed = new Promise<void>((r) => (finish = r))
+    await pb.collection('requests').subscribe('*', (e) => {
+      if (e.record.is_partial && e.record.response) times.push(Date.now())
+      if (e.record.status === 'completed' && e.record.response) finish()
+    })
+    const started = Date.now()
+    await send(pb, { conversation_id: conv, model_id: stories, prompt: 'Go fast' })
+    await completed
+    const elapsed = Date.now() - started
+    expect(times.length).toBeGreaterThan(1)
+    // 60 chunks, yet no more events than 50 ms windows (+ the first and the final whole text).
+    expect(times.length).toBeLessThanOrEqual(Math.ceil(elapsed / 50) + 2)
+    expect(times.length).toBeLessThan(60)
+    await pb.collection('requests').unsubscribe()
+    node.kill()
+  })
+
   it('follows nodes going on and off in available_models.node_count', async () => {
     const pb = await signUp(server, 'watcher')
     const count = async () => (await pb.collection('available_models').getOne(tiny)).node_count
@@ -297,16 +322,14 @@ describe.each(dialects)('[%s] chat send, scheduler and credits', (dialect) => {
     const conv = await conversation(pb)
     const prompt = 'abcdefgh' // 2 estimated input tokens; hold = (2 + 100) x 1
     const hold = 102
-    await server.core.database.db
-      .transaction()
-      .execute((trx) =>
-        applyEntry(trx, {
-          user: userId(pb),
-          type: 'debit_admin',
-          amount: 1000 - 5 * hold,
-          description: 'test',
-        }),
-      )
+    await server.core.database.db.transaction().execute((trx) =>
+      applyEntry(trx, {
+        user: userId(pb),
+        type: 'debit_admin',
+        amount: 1000 - 5 * hold,
+        description: 'test',
+      }),
+    )
     const answers = await Promise.all(
       Array.from({ length: 20 }, () =>
         send(pb, { conversation_id: conv, model_id: stories, prompt }),
