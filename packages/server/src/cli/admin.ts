@@ -9,6 +9,7 @@
  *             [--sha256 H] [--size BYTES] [--multiplier X] [--sort-order N]
  *   model-edit <id-or-name> [the same options] [--active true|false]
  */
+import { resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { configFromEnv } from '../config.ts'
 import { openDatabase } from '../db/database.ts'
@@ -68,6 +69,9 @@ if (!command || values.help) {
 }
 
 const config = configFromEnv()
+// `npm run admin -w @meshwork/server` runs inside packages/server; a relative data directory means
+// the directory npm was started from (INIT_CWD), where `npm start` keeps its ./data too.
+config.dataDir = resolve(process.env.INIT_CWD ?? process.cwd(), config.dataDir)
 const database = await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir })
 let code = 0
 try {
