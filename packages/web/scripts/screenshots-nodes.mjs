@@ -150,6 +150,9 @@ for (const theme of ['light', 'dark']) {
     await page.screenshot({ path: `${outDir}/edit-idle-${theme}-${width}.png` })
     await page.keyboard.press('Escape')
     await page.goto(`${base}/network`)
+    await page.getByRole('heading', { name: 'Active Nodes' }).scrollIntoViewIfNeeded()
+    await page.waitForTimeout(300)
+    await page.screenshot({ path: `${outDir}/network-bottom-${theme}-${width}.png` })
     for (const tab of ['Performance Metrics', 'Job Queue']) {
       await page.getByRole('tab', { name: tab }).click()
       await page.waitForTimeout(700)

@@ -95,6 +95,7 @@ export function SummaryCards({ summary, apiOnline, database, redis }: SummaryCar
             <Stat label="Acknowledged" value={formatNumber(jobs.acked)} />
             <Stat label="Total" value={formatNumber(jobs.total)} />
           </dl>
+          <AckBar acked={jobs.acked} total={jobs.total} />
         </SummaryCard>
         <SummaryCard title="Requests" icon={Activity}>
           <dl className="grid grid-cols-3 gap-4">
@@ -116,6 +117,22 @@ function Stat({ label, value }: { label: string; value: string }) {
     <div className="min-w-0">
       <dt className="truncate text-xs text-slate-500 dark:text-slate-400">{label}</dt>
       <dd className="mt-0.5 text-lg font-semibold text-slate-900 tabular-nums dark:text-white">{value}</dd>
+    </div>
+  )
+}
+
+/** Share of jobs a node has acknowledged. */
+function AckBar({ acked, total }: { acked: number; total: number }) {
+  const percent = total === 0 ? 0 : (acked / total) * 100
+  return (
+    <div className="mt-5">
+      <div className="mb-1 flex justify-between text-xs text-slate-500 dark:text-slate-400">
+        <span>Acknowledged by nodes</span>
+        <span className="tabular-nums">{total === 0 ? 'No jobs yet' : formatPercent(percent)}</span>
+      </div>
+      <div className="h-2 overflow-hidden rounded-full bg-slate-200 dark:bg-slate-800" aria-hidden>
+        <div className="h-full rounded-full bg-brand-600" style={{ width: `${percent}%` }} />
+      </div>
     </div>
   )
 }
