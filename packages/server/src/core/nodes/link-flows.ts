@@ -42,6 +42,11 @@ export class LinkFlows {
     const deviceSecret = newSecret()
     const now = Date.now()
     const expiresAt = new Date(now + this.ttlMs)
+    // Old flows (and any credential never collected) do not stay around.
+    await this.database.db
+      .deleteFrom('_link_flows')
+      .where('expires_at', '<', formatDate(new Date(now - 24 * 3600_000)))
+      .execute()
     await this.database.db
       .insertInto('_link_flows')
       .values({
