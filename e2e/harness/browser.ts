@@ -1,0 +1,60 @@
+/**
+ * @module Debian's Chromium driven by playwright-core, plus screenshots and an axe check.
+ */
+import { mkdirSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { join } from 'node:path'
+import { chromium, type Browser, type Page } from 'playwright-core'
+import { repoRoot } from './web-build.ts'
+
+export const CHROMIUM_PATH = '/usr/bin/chromium'
+export const screenshotDir = join(repoRoot, 'e2e/screenshots')
+
+export class MissingChromiumError extends Error {
+  constructor() {
+    super(`Chromium is missing at ${CHROMIUM_PATH}: install it (apt-get install chromium); .ci/run does`)
+    this.name = 'MissingChromiumError'
+  }
+}
+
+export function launchBrowser(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: CHROMIUM_PATH,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+  })
+}
+
+/** Saves e2e/screenshots/<name>.png (the CI artifact folder). */
+export async function screenshot(page: Page, name: string): Promise<void> {
+  mkdirSync(screenshotDir, { recursive: true })
+  const file = name.replace(/[^a-z0-9-]+/gi, '-').toLowerCase()
+  await page.screenshot({ path: join(screenshotDir, `${file}.png`), fullPage: false })
+}
+
+const axePath = createRequire(import.meta.url).resolve('axe-core/axe.min.js')
+
+export interface AxeViolation {
+  id: string
+  impact: string | null
+  help: string
+  nodes: Array<{ target: string[]; failureSummary?: string }>
+}
+
+/** Runs axe on the page; returns the serious and critical violations, readable in a failure. */
+export async function seriousViolations(page: Page): Promise<string[]> {
+  await page.addScriptTag({ path: axePath })
+  const violations = await page.evaluate(async () => {
+    const axe = (globalThis as unknown as { axe: { run: (ctx: Document, o: object) => Promise<{ violations: unknown[] }> } }).axe
+    const result = await axe.run(document, { resultTypes: ['violations'] })
+    return result.violations as AxeViolation[]
+  })
+  return violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map(
+      (v) =>
+        `${v.impact} ${v.id}: ${v.help} -> ${v.nodes
+          .slice(0, 4)
+          .map((n) => `${n.target.join(' ')} (${(n.failureSummary ?? '').replace(/\s+/g, ' ').slice(0, 160)})`)
+          .join(' | ')}`,
+    )
+}

@@ -1,0 +1,154 @@
+/**
+ * @module A real coordinator in this process (port 0, SQLite in a temp dir, the built web app),
+ * users made over its HTTP API, and records only the server may write made through its core.
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { Page } from 'playwright-core'
+import { startServer, type RunningServer } from '../../packages/server/src/server.ts'
+import { requireCollection } from '../../packages/server/src/core/collections/registry.ts'
+import { server as superuser } from '../../packages/server/src/core/records/caller.ts'
+import type { RecordJson } from '../../packages/server/src/core/records/serialize.ts'
+import { repoRoot, webDist } from './web-build.ts'
+
+export const modelMirror = join(repoRoot, '../shared/models')
+
+export interface Coordinator extends RunningServer {
+  stop(): Promise<void>
+}
+
+export class ApiCallError extends Error {
+  constructor(readonly status: number, readonly body: unknown, what: string) {
+    super(`${what} answered ${status}: ${JSON.stringify(body)}`)
+    this.name = 'ApiCallError'
+  }
+}
+
+export async function startCoordinator(): Promise<Coordinator> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'meshwork-e2e-'))
+  const server = await startServer({
+    port: 0,
+    host: '127.0.0.1',
+    dataDir,
+    initialCredits: 1000,
+    tokenTtlSeconds: 3600,
+    localNode: false,
+    modelMirror,
+    webDist,
+  })
+  return {
+    ...server,
+    async stop() {
+      await server.close()
+      rmSync(dataDir, { recursive: true, force: true })
+    },
+  }
+}
+
+/** One JSON call to the API; throws ApiCallError unless 2xx. */
+export async function api<T = Record<string, unknown>>(
+  server: Coordinator,
+  method: string,
+  path: string,
+  body?: unknown,
+  token?: string,
+): Promise<T> {
+  const res = await fetch(new URL(path, server.url), {
+    method,
+    headers: { 'content-type': 'application/json', ...(token ? { authorization: token } : {}) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  })
+  const text = await res.text()
+  const json = text ? JSON.parse(text) : {}
+  if (!res.ok) throw new ApiCallError(res.status, json, `${method} ${path}`)
+  return json as T
+}
+
+export interface TestUser {
+  id: string
+  email: string
+  password: string
+  token: string
+  record: Record<string, unknown>
+}
+
+let userCounter = 0
+
+export async function createUser(server: Coordinator, prefix = 'user'): Promise<TestUser> {
+  const email = `${prefix}${Date.now().toString(36)}${userCounter++}@example.com`
+  const password = 'password123'
+  await api(server, 'POST', '/api/collections/users/records', { email, password, passwordConfirm: password })
+  const auth = await api<{ token: string; record: Record<string, unknown> }>(
+    server,
+    'POST',
+    '/api/collections/users/auth-with-password',
+    { identity: email, password },
+  )
+  return { id: auth.record.id as string, email, password, token: auth.token, record: auth.record }
+}
+
+/** Opens `path` signed in as `user` (the SDK's stored session, as a real sign-in leaves it). */
+export async function openAs(page: Page, server: Coordinator, user: TestUser, path: string): Promise<void> {
+  await page.goto(`${server.url}/login`)
+  await page.evaluate(
+    ([token, record]) => localStorage.setItem('pocketbase_auth', JSON.stringify({ token, record })),
+    [user.token, user.record] as const,
+  )
+  await page.goto(`${server.url}${path}`)
+}
+
+/** Creates a record as the server itself (collections whose create rule is closed to users). */
+export function createAsServer(server: Coordinator, collection: string, body: Record<string, unknown>): Promise<RecordJson> {
+  return server.core.records.create(superuser, requireCollection(collection), body)
+}
+
+export async function modelId(server: Coordinator, name = 'stories260K'): Promise<string> {
+  const row = await server.core.database.db
+    .selectFrom('models')
+    .select('id')
+    .where('name', '=', name)
+    .executeTakeFirstOrThrow()
+  return row.id as string
+}
+
+/** A conversation holding `count` completed requests, oldest first, seeded server-side. */
+export async function seedConversation(server: Coordinator, user: TestUser, count: number, title = 'Seeded Chat') {
+  const model = await modelId(server)
+  const conv = await api<{ id: string }>(
+    server,
+    'POST',
+    '/api/collections/conversations/records',
+    { user: user.id, model, title },
+    user.token,
+  )
+  for (let i = 1; i <= count; i++) {
+    await createAsServer(server, 'requests', {
+      user: user.id,
+      conversation: conv.id,
+      model,
+      prompt: `Question number ${i}`,
+      response: `Reply number ${i}: once upon a time there was a **tiny** story.`,
+      status: 'completed',
+      tokens_input: 4,
+      tokens_output: 12,
+      processing_time_ms: 40 + (i % 7),
+      is_partial: false,
+    })
+  }
+  return conv.id
+}
+
+export async function waitUntil<T>(
+  check: () => Promise<T | undefined | null | false> | T | undefined | null | false,
+  timeoutMs = 10_000,
+  what = 'condition',
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const value = await check()
+    if (value) return value
+    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`)
+    await new Promise((r) => setTimeout(r, 50))
+  }
+}

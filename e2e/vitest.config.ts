@@ -1,0 +1,13 @@
+import { defineConfig } from 'vitest/config'
+
+// Browser tests: a real coordinator and Debian's Chromium, one file at a time (2-core machines).
+export default defineConfig({
+  test: {
+    name: 'e2e',
+    include: ['tests/**/*.test.ts'],
+    globalSetup: ['harness/global-setup.ts'],
+    testTimeout: 90_000,
+    hookTimeout: 120_000,
+    fileParallelism: false,
+  },
+})
