@@ -223,6 +223,25 @@ describe.each(dialects)('[%s] chat send, scheduler and credits', (dialect) => {
     node.kill()
   })
 
+  it('offers again, after a pause, to a node that said it was full', async () => {
+    const { node } = await provider(tiny)
+    node.rejectNext = 2
+    const pb = await signUp(server, 'patient')
+    const conv = await conversation(pb)
+    const sent = await send(pb, { conversation_id: conv, model_id: tiny, prompt: 'Hello' })
+    const done = await waitUntil(
+      async () => {
+        const r = await request(sent.body.request_id as string)
+        return r.status !== 'pending' && r.status !== 'processing' && r
+      },
+      5000,
+      'settled',
+    )
+    expect(done.status).toBe('completed')
+    expect(node.jobs).toHaveLength(3)
+    node.kill()
+  })
+
   it('follows nodes going on and off in available_models.node_count', async () => {
     const pb = await signUp(server, 'watcher')
     const count = async () => (await pb.collection('available_models').getOne(tiny)).node_count

@@ -65,6 +65,8 @@ export class FakeNode {
   chunkDelayMs = 20
   tokensInputReported = 999
   jobs: JobOfferFrame[] = []
+  /** Offers to answer with 'No free job slot' before running any. */
+  rejectNext = 0
   private heartbeat: NodeJS.Timeout | null = null
 
   constructor(
@@ -140,6 +142,10 @@ export class FakeNode {
 
   private async run(job: JobOfferFrame) {
     this.jobs.push(job)
+    if (this.rejectNext > 0) {
+      this.rejectNext--
+      return this.send({ type: 'job_rejected', job_id: job.job_id, reason: 'No free job slot' })
+    }
     if (this.script === 'reject')
       return this.send({ type: 'job_rejected', job_id: job.job_id, reason: 'No free job slot' })
     this.send({ type: 'job_accepted', job_id: job.job_id })

@@ -44,8 +44,12 @@ export class NodeSession {
     return this.ws.readyState === 1
   }
 
+  /** Until then the node counts as full (it said so, e.g. while a cancelled job winds down). */
+  fullUntil = 0
+
   get freeSlots(): number {
-    return this.helloed && this.open ? Math.max(0, this.maxJobs - this.jobs.size) : 0
+    if (!this.helloed || !this.open || Date.now() < this.fullUntil) return 0
+    return Math.max(0, this.maxJobs - this.jobs.size)
   }
 
   send(frame: ServerToNodeFrame): boolean {

@@ -40,6 +40,11 @@ export const defaultSchedulerOptions: SchedulerOptions = {
   maxAttempts: 3,
 }
 
+/** The agent's reason for an offer beyond its free slots (REJECT_NO_SLOT in @meshwork/node). */
+const NO_SLOT_REASON = 'No free job slot'
+const MAX_OFFERS = 10
+const FULL_NODE_PAUSE_MS = 250
+
 export const NO_NODE_MESSAGE =
   'No node is available to process this request. Please try again later.'
 
@@ -56,6 +61,8 @@ export interface WorkItem {
 
 interface Work extends WorkItem {
   tried: Set<string>
+  /** Offers made, rejections for a full node included. */
+  offers: number
   job: { id: string; nodeId: string; acked: boolean; lastActivity: number } | null
   text: string
   lastError: string
@@ -90,6 +97,7 @@ export class Scheduler implements RegistryListener {
     const work: Work = {
       ...item,
       tried: new Set(),
+      offers: 0,
       job: null,
       text: '',
       lastError: '',
@@ -135,6 +143,7 @@ export class Scheduler implements RegistryListener {
         work.publisher?.touch()
         return
       case 'job_rejected':
+        if (frame.reason === NO_SLOT_REASON) return this.retryLater(work, nodeId)
         return this.reassign(work, frame.reason, false)
       case 'job_failed':
         return this.reassign(work, frame.error, false)
@@ -198,6 +207,7 @@ export class Scheduler implements RegistryListener {
     // The stored row is the base of partial events: known before the first chunk can arrive.
     work.row ??= await loadRequestRow(this.core, work.requestId)
     work.tried.add(nodeId)
+    work.offers++
     work.job = { id: jobId, nodeId, acked: false, lastActivity: Date.now() }
     work.text = ''
     this.byJob.set(jobId, work)
@@ -258,6 +268,18 @@ export class Scheduler implements RegistryListener {
     this.onCapacity()
   }
 
+  /**
+   * The node was full after all (its own count differs from ours for a moment): the node may take
+   * this request again once it has had a moment, unlike a node that dropped or failed it.
+   */
+  private retryLater(work: Work, nodeId: string) {
+    const session = this.registry.get(nodeId)
+    if (session) session.fullUntil = Date.now() + FULL_NODE_PAUSE_MS
+    this.reassign(work, NO_SLOT_REASON, false)
+    work.tried.delete(nodeId)
+    setTimeout(() => this.onCapacity(), FULL_NODE_PAUSE_MS + 10).unref()
+  }
+
   /** Takes the job away from its node and queues the request again, at the front. */
   private reassign(work: Work, reason: string, penalize = true) {
     const job = work.job
@@ -278,7 +300,7 @@ export class Scheduler implements RegistryListener {
         })
       }
     })
-    if (work.tried.size >= this.options.maxAttempts) {
+    if (work.tried.size >= this.options.maxAttempts || work.offers >= MAX_OFFERS) {
       this.fail(work, `${NO_NODE_MESSAGE} (${reason})`)
       return
     }
