@@ -17,6 +17,9 @@ export interface NodeTableProps {
   onDelete?: (node: NodeRecord) => void
 }
 
+// The last column (whichever the view shows) gets the same inset as the first.
+const lastCellPadding = '[&>*:last-child]:pr-5 sm:[&>*:last-child]:pr-6'
+
 /** 'Last seen' hover tip, 'Never' when absent. */
 export function lastSeenTip(lastSeen: string | null | undefined): string {
   if (!lastSeen) return 'Last seen: Never'
@@ -47,7 +50,7 @@ export function NodeTable({
     <div className="overflow-x-auto">
       <table className="w-full min-w-[40rem] text-left text-sm">
         <thead className="bg-slate-50 text-xs font-medium tracking-wide text-slate-500 uppercase dark:bg-slate-950/40 dark:text-slate-400">
-          <tr>
+          <tr className={lastCellPadding}>
             <th scope="col" className="px-5 py-3 sm:px-6">Device</th>
             <th scope="col" className="px-3 py-3">Status</th>
             <th scope="col" className="px-3 py-3">Models</th>
@@ -63,7 +66,7 @@ export function NodeTable({
         </thead>
         <tbody className="divide-y divide-slate-100 dark:divide-slate-800">
           {nodes.map((node) => (
-            <tr key={node.id} title={lastSeenTip(node.last_seen)} className="hover:bg-slate-50/70 dark:hover:bg-slate-800/40">
+            <tr key={node.id} title={lastSeenTip(node.last_seen)} className={cn(lastCellPadding, 'hover:bg-slate-50/70 dark:hover:bg-slate-800/40')}>
               <td className="px-5 py-3 font-medium whitespace-nowrap text-slate-900 sm:px-6 dark:text-white">{deviceLabel(node)}</td>
               <td className="px-3 py-3 whitespace-nowrap">
                 <NodeStatusBadge status={node.status} plain={!showStatusBadge} />

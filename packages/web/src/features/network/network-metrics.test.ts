@@ -40,7 +40,8 @@ describe('requestSeries', () => {
     )
     const last = series[23]
     expect(last).toEqual({ label: '15:00', completed: 2, processing: 0, pending: 0, total: 3, successRate: 66.7, avgResponseMs: 201 })
-    expect(series[22]).toMatchObject({ pending: 1, processing: 1, completed: 0, successRate: 0, avgResponseMs: 0 })
+    expect(series[22]).toMatchObject({ pending: 1, processing: 1, completed: 0, successRate: 0, avgResponseMs: null })
+    expect(series[0]).toMatchObject({ total: 0, successRate: null, avgResponseMs: null })
     expect(series.reduce((n, p) => n + p.total, 0)).toBe(5)
   })
 })
@@ -73,12 +74,13 @@ describe('success rate and response time', () => {
 })
 
 describe('jobSeries', () => {
-  it('counts pending and acked jobs per hour', () => {
+  it('counts pending and acknowledged (acked or completed) jobs per hour', () => {
     const series = jobSeries(
       [
         { status: 'pending', created: at(15, 1) },
         { status: 'acked', created: at(15, 2) },
-        { status: 'acked', created: at(10, 2) },
+        { status: 'completed', created: at(10, 2) },
+        { status: 'failed', created: at(10, 3) },
         { status: 'acked', created: 'not a date' },
       ],
       now,

@@ -65,8 +65,10 @@ export interface RequestPoint {
   processing: number
   pending: number
   total: number
-  successRate: number
-  avgResponseMs: number
+  /** null when the hour has no requests, so the chart shows a gap rather than a false 0 %. */
+  successRate: number | null
+  /** null when the hour has no completed request. */
+  avgResponseMs: number | null
 }
 
 /** Requests per hour for the 'Requests Over Time' and 'Performance Metrics' tabs. */
@@ -79,14 +81,15 @@ export function requestSeries(requests: RequestSample[], now: Date): RequestPoin
   }
   return buckets.map((bucket, i) => {
     const group = groups[i]
+    const completed = group.filter((r) => r.status === 'completed').length
     return {
       label: bucket.label,
-      completed: group.filter((r) => r.status === 'completed').length,
+      completed,
       processing: group.filter((r) => r.status === 'processing').length,
       pending: group.filter((r) => r.status === 'pending').length,
       total: group.length,
-      successRate: Math.round(successRate(group) * 10) / 10,
-      avgResponseMs: Math.round(averageResponseMs(group)),
+      successRate: group.length === 0 ? null : Math.round(successRate(group) * 10) / 10,
+      avgResponseMs: completed === 0 ? null : Math.round(averageResponseMs(group)),
     }
   })
 }
@@ -97,6 +100,15 @@ export interface JobPoint {
   acked: number
 }
 
+/**
+ * A job a node has acknowledged. The coordinator moves jobs pending -> acked -> completed (or
+ * failed), so a completed job was acknowledged too; counting only 'acked' would leave the chart
+ * nearly empty once work finishes.
+ */
+export function isAcknowledgedJob(status: string): boolean {
+  return status === 'acked' || status === 'completed'
+}
+
 /** Jobs per hour for the 'Job Queue' tab. */
 export function jobSeries(jobs: JobSample[], now: Date): JobPoint[] {
   const buckets = hourlyBuckets(now)
@@ -105,7 +117,7 @@ export function jobSeries(jobs: JobSample[], now: Date): JobPoint[] {
     const i = bucketIndex(buckets, job.created)
     if (i < 0) continue
     if (job.status === 'pending') points[i].pending++
-    else if (job.status === 'acked') points[i].acked++
+    else if (isAcknowledgedJob(job.status)) points[i].acked++
   }
   return points
 }

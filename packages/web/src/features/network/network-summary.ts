@@ -1,6 +1,13 @@
 /** @module The numbers of the Network Status cards. */
 import { isNodeActive, type NodeRecord } from '../../lib/node-records.ts'
-import { averageResponseMs, requestsInWindow, successRate, type JobSample, type RequestSample } from './network-metrics.ts'
+import {
+  averageResponseMs,
+  isAcknowledgedJob,
+  requestsInWindow,
+  successRate,
+  type JobSample,
+  type RequestSample,
+} from './network-metrics.ts'
 
 export interface ModelAvailability {
   name: string
@@ -45,7 +52,7 @@ export function networkSummary(
     models: [...perModel].map(([name, count]) => ({ name, nodes: count })).sort((a, b) => b.nodes - a.nodes || a.name.localeCompare(b.name)),
     jobs: {
       pending: jobs.filter((j) => j.status === 'pending').length,
-      acked: jobs.filter((j) => j.status === 'acked').length,
+      acked: jobs.filter((j) => isAcknowledgedJob(j.status)).length,
       total: jobs.length,
     },
     requests: {

@@ -50,8 +50,8 @@ export default function NetworkCharts({ tab, requests, jobs }: NetworkChartsProp
             <YAxis yAxisId="pct" orientation="right" domain={[0, 100]} tick={axis} stroke={axis.stroke} />
             <Tooltip {...tooltip} cursor={{ stroke: axis.stroke }} />
             <Legend />
-            <Line yAxisId="ms" type="monotone" dataKey="avgResponseMs" name="Avg Response Time (ms)" stroke="#6366f1" strokeWidth={2} dot={false} />
-            <Line yAxisId="pct" type="monotone" dataKey="successRate" name="Success Rate (%)" stroke="#10b981" strokeWidth={2} dot={false} />
+            <Line yAxisId="ms" type="monotone" dataKey="avgResponseMs" name="Avg Response Time (ms)" stroke="#6366f1" strokeWidth={2} dot={{ r: 3 }} />
+            <Line yAxisId="pct" type="monotone" dataKey="successRate" name="Success Rate (%)" stroke="#10b981" strokeWidth={2} dot={{ r: 3 }} />
           </LineChart>
         ) : (
           <BarChart data={jobs} margin={{ top: 8, right: 8, left: -16, bottom: 0 }}>
