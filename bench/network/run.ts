@@ -1,29 +1,39 @@
 /**
  * bench/network: what the coordinator's network path costs, on one machine, one model
- * (stories260K from ../shared/models) and one thread count (1) for both sides.
- * - throughput ratio: streaming tokens/s a realtime subscriber receives through the coordinator
- *   (node agent -> WebSocket -> scheduler -> SSE), divided by the tokens/s of the same engine
- *   called directly; both measured from the first token to the end of the answer
- * - added time to first token: (send -> first partial event) minus (call -> first token), p50
- * - dispatch latency with 50 simulated nodes: POST /api/chat/send -> job_offer at a node, p50/p99
- * Run: npm run network -w @meshwork/bench   (env: RUNS=10, DISPATCHES=100, SIM_NODES=50)
+ * (stories260K from ../shared/models), one thread count (1) and the same sampling on both sides
+ * (temperature 0, so both paths generate the same text and the same number of tokens).
+ * - throughput ratio: tokens/s a realtime subscriber receives through the coordinator
+ *   (send -> completed event; node agent -> WebSocket -> scheduler -> SSE), divided by tokens/s of
+ *   the same engine called directly (call -> end); also the streaming rate (first -> last token)
+ * - added time to first token: (send -> first non-empty partial event) minus (call -> first
+ *   token), p50 and p99
+ * - dispatch with 50 simulated nodes: POST /api/chat/send -> job_offer at a node, p50/p99, one
+ *   send at a time and 16 in flight, and completed requests per second
+ * Direct and network generations alternate, so machine noise hits both alike.
+ * Run: npm run bench:network   (env: RUNS=10, DISPATCHES=200, SIM_NODES=50, CONCURRENCY=16)
  */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { createLlamaEngine, startAgent } from '@meshwork/node'
+import { startAgent } from '@meshwork/node'
+import type { Sampling } from '@meshwork/protocol'
 import { median, percentile, startCoordinator } from '../lib/coordinator-process.ts'
-import { api, linkNode, signUp, subscribe, waitFor } from './network-client.ts'
+import { measureDispatch } from './measure-dispatch.ts'
+import { openDirectEngine, type GenerationSample } from './measure-direct.ts'
+import { openNetworkPath, type NetworkSample } from './measure-network.ts'
+import { api, linkNode, signUp, waitFor } from './network-client.ts'
 import { startSimulatedNodes } from './simulated-nodes.ts'
 
 const runs = Number(process.env.RUNS ?? 10)
-const dispatches = Number(process.env.DISPATCHES ?? 100)
+const dispatches = Number(process.env.DISPATCHES ?? 200)
 const simNodes = Number(process.env.SIM_NODES ?? 50)
+const concurrency = Number(process.env.CONCURRENCY ?? 16)
 const mirror = fileURLToPath(new URL('../../../shared/models/', import.meta.url))
 const prompt = 'Once upon a time, there was a little girl who'
-const sampling = {
-  temperature: 0.7,
+// What the coordinator sends for a chat message (its config defaults, temperature from the send).
+const sampling: Sampling = {
+  temperature: 0,
   top_p: 0.9,
   top_k: 40,
   repeat_penalty: 1.1,
@@ -40,29 +50,6 @@ const coordinator = await startCoordinator(18190 + Math.floor(Math.random() * 50
 const home = mkdtempSync(join(tmpdir(), 'meshwork-bench-node-'))
 const url = coordinator.url
 try {
-  // --- the engine called directly ---
-  const engine = createLlamaEngine({ threads: 1, gpu: false })
-  const model = await engine.load({
-    id: 'direct',
-    name: 'stories260K',
-    path: join(mirror, 'stories260K.gguf'),
-  })
-  const direct = { tps: [] as number[], ttft: [] as number[] }
-  for (let i = 0; i < runs + 1; i++) {
-    const start = performance.now()
-    let first = 0
-    const result = await model.generate(
-      { messages: [{ role: 'user', content: prompt }], sampling },
-      { onText: () => (first ||= performance.now()) },
-    )
-    const end = performance.now()
-    if (i === 0) continue // warm-up
-    direct.ttft.push(first - start)
-    direct.tps.push((result.tokensOutput - 1) / ((end - first) / 1000))
-  }
-  await engine.dispose()
-
-  // --- the same engine behind the coordinator ---
   const owner = await signUp(url, 'owner')
   const node = await linkNode(url, owner.token, 'bench node')
   const agent = await startAgent({
@@ -87,113 +74,85 @@ try {
     { node: node.nodeId, model: stories, requested_download: true, requested_serving: true },
     owner.token,
   )) as { id: string }
+  const nmPath = `/api/collections/node_models/records/${nm.id}`
   await waitFor(
     async () =>
-      (
-        (await api(
-          url,
-          `/api/collections/node_models/records/${nm.id}`,
-          undefined,
-          owner.token,
-        )) as { is_serving: boolean }
-      ).is_serving,
+      ((await api(url, nmPath, undefined, owner.token)) as { is_serving: boolean }).is_serving,
     60_000,
   )
 
   const user = await signUp(url, 'reader')
-  const events: { at: number; record: Record<string, unknown> }[] = []
-  const stop = await subscribe(url, user.token, 'requests/*', (data, at) =>
-    events.push({ at, record: (JSON.parse(data) as { record: Record<string, unknown> }).record }),
+  const direct = await openDirectEngine(mirror, [{ role: 'user', content: prompt }], sampling)
+  let jobStartedAt = 0
+  agent.events.on('job', (e) => void (e.kind === 'started' && (jobStartedAt = performance.now())))
+  const network = await openNetworkPath(
+    url,
+    user,
+    stories,
+    prompt,
+    sampling.temperature,
+    () => jobStartedAt,
   )
-  const network = {
-    tps: [] as number[],
-    ttft: [] as number[],
-    answered: [] as number[],
-    started: [] as number[],
-    agentTps: [] as number[],
-  }
-  let startedAt = 0
-  agent.events.on('job', (e) => {
-    if (e.kind === 'started') startedAt = performance.now()
-  })
+  const d: GenerationSample[] = []
+  const n: NetworkSample[] = []
   for (let i = 0; i < runs + 1; i++) {
-    events.length = 0
-    // A fresh conversation each time: the prompt carries no history.
-    const conv = (await api(
-      url,
-      '/api/collections/conversations/records',
-      { title: 'bench', user: user.id },
-      user.token,
-    )) as { id: string }
-    const start = performance.now()
-    const sent = (await api(
-      url,
-      '/api/chat/send',
-      { conversation_id: conv.id, model_id: stories, prompt, temperature: 0.7 },
-      user.token,
-    )) as { request_id: string }
-    network.answered.push(performance.now() - start)
-    const done = await waitFor(
-      () => events.find((e) => e.record.id === sent.request_id && e.record.status === 'completed'),
-      30_000,
-    )
-    const first = events.find((e) => e.record.id === sent.request_id && e.record.response)!
-    if (i === 0) continue
-    network.started.push(startedAt - start)
-    network.ttft.push(first.at - start)
-    // The whole answer arrives as the last partial event, before the completed record.
-    const whole =
-      events.find(
-        (e) => e.record.id === sent.request_id && e.record.response === done.record.response,
-      ) ?? done
-    network.tps.push((Number(done.record.tokens_output) - 1) / ((whole.at - first.at) / 1000))
-    network.agentTps.push(
-      Number(done.record.tokens_output) / (Number(done.record.processing_time_ms) / 1000),
-    )
+    const a = await direct.generate()
+    const b = await network.generate()
+    if (i === 0) continue // warm-up
+    d.push(a)
+    n.push(b)
   }
-  stop()
+  network.close()
+  await direct.dispose()
   await agent.stop()
 
-  // --- dispatch latency with simulated nodes ---
   const sims = await startSimulatedNodes(url, owner.token, tiny, simNodes)
-  const dispatchMs: number[] = []
-  for (let i = 0; i < dispatches; i++) {
-    const c = (await api(
-      url,
-      '/api/collections/conversations/records',
-      { title: 'd', user: user.id },
-      user.token,
-    )) as { id: string }
-    const start = performance.now()
-    const sent = (await api(
-      url,
-      '/api/chat/send',
-      { conversation_id: c.id, model_id: tiny, prompt: 'hi' },
-      user.token,
-    )) as { request_id: string }
-    const offeredAt = await sims.offered(sent.request_id)
-    dispatchMs.push(offeredAt - start)
-  }
+  const dispatch = await measureDispatch(url, user, tiny, sims, dispatches, concurrency)
   await sims.stop()
 
-  const ratio = median(network.tps) / median(direct.tps)
-  const added = median(network.ttft) - median(direct.ttft)
+  const p = (xs: number[], q: number) => percentile(xs, q).toFixed(1)
+  const col = <K extends keyof GenerationSample>(xs: GenerationSample[], k: K) =>
+    xs.map((x) => x[k])
+  const ratio = median(col(n, 'tps')) / median(col(d, 'tps'))
+  const streamRatio = median(col(n, 'streamTps')) / median(col(d, 'streamTps'))
+  const added50 = percentile(col(n, 'ttft'), 50) - percentile(col(d, 'ttft'), 50)
+  const added99 = percentile(col(n, 'ttft'), 99) - percentile(col(d, 'ttft'), 99)
+  const line = (label: string, xs: GenerationSample[]) =>
+    `${label}${median(col(xs, 'tps')).toFixed(0)} tokens/s end to end, ` +
+    `${median(col(xs, 'streamTps')).toFixed(0)} tokens/s streaming, first token p50 ` +
+    `${p(col(xs, 'ttft'), 50)} ms p99 ${p(col(xs, 'ttft'), 99)} ms, ` +
+    `${median(col(xs, 'tokensInput'))} in / ${median(col(xs, 'tokensOutput'))} out tokens`
+  console.log(`stories260K, 1 thread, temperature 0, ${runs} runs each (medians)`)
+  console.log(line('engine direct:          ', d))
+  console.log(line('through the coordinator: ', n))
+  const agentTps = median(n.map((x) => x.agentTps))
   console.log(
-    `engine direct:        ${median(direct.tps).toFixed(0)} tokens/s, first token ${median(direct.ttft).toFixed(1)} ms (p50 of ${runs})`,
+    `inside the node agent:   ${agentTps.toFixed(0)} tokens/s (tokens_output / processing_time_ms)`,
   )
   console.log(
-    `through coordinator:  ${median(network.tps).toFixed(0)} tokens/s, first token ${median(network.ttft).toFixed(1)} ms (p50 of ${runs})`,
+    `partial events per answer: ${median(n.map((x) => x.partials))} (coalesced, one per 50 ms)`,
+  )
+  const ms = (k: 'answered' | 'started' | 'firstEvent') => median(n.map((x) => x[k])).toFixed(1)
+  console.log(
+    `network first token, p50 from the send: send answered ${ms('answered')} ms, job started on ` +
+      `the node ${ms('started')} ms, processing event ${ms('firstEvent')} ms, first text ${p(col(n, 'ttft'), 50)} ms`,
   )
   console.log(
-    `inside the node agent: ${median(network.agentTps).toFixed(0)} tokens/s (tokens_output / processing_time_ms)`,
+    `throughput ratio:        ${ratio.toFixed(3)} end to end (goal >= 0.95); streaming ${streamRatio.toFixed(3)}`,
+  )
+  // The cost the path adds per token, and what it would leave of a model making 30 tokens/s.
+  const perToken = 1000 / median(col(n, 'streamTps')) - 1000 / median(col(d, 'streamTps'))
+  console.log(
+    `added per token:         ${perToken.toFixed(3)} ms (streaming); ratio it implies at 30 tokens/s: ` +
+      `${(1000 / 30 / (1000 / 30 + perToken)).toFixed(3)}`,
   )
   console.log(
-    `send answered after:  ${median(network.answered).toFixed(1)} ms p50; job started on the node after ${median(network.started).toFixed(1)} ms`,
+    `added first token:       p50 ${added50.toFixed(1)} ms (goal <= 20 ms), p99 ${added99.toFixed(1)} ms`,
   )
-  console.log(`throughput ratio:     ${ratio.toFixed(3)} (goal >= 0.95)`)
-  console.log(`added first-token:    ${added.toFixed(1)} ms p50 (goal <= 20 ms)`)
   console.log(
-    `dispatch, ${simNodes} nodes:  p50 ${percentile(dispatchMs, 50).toFixed(1)} ms, p99 ${percentile(dispatchMs, 99).toFixed(1)} ms (${dispatches} sends)`,
+    `dispatch, ${simNodes} nodes:      one at a time p50 ${p(dispatch.sequential, 50)} ms p99 ${p(dispatch.sequential, 99)} ms; ` +
+      `${concurrency} in flight p50 ${p(dispatch.concurrent, 50)} ms p99 ${p(dispatch.concurrent, 99)} ms, ` +
+      `${dispatch.requestsPerSecond.toFixed(0)} requests/s completed (${dispatches} sends each)`,
   )
 } finally {
   await coordinator.stop()

@@ -1,0 +1,70 @@
+/**
+ * @module Dispatch with many simulated nodes: send -> job_offer at a node, one send at a time and
+ * then many in flight, and how many requests per second complete.
+ */
+import { api, subscribe, waitFor } from './network-client.ts'
+import type { SimulatedNodes } from './simulated-nodes.ts'
+
+export interface DispatchFigures {
+  /** Send -> offer at a node, ms, one send at a time. */
+  sequential: number[]
+  /** Send -> offer at a node, ms, with `concurrency` sends in flight. */
+  concurrent: number[]
+  /** Completed requests per second with `concurrency` sends in flight. */
+  requestsPerSecond: number
+}
+
+export async function measureDispatch(
+  url: string,
+  user: { id: string; token: string },
+  modelId: string,
+  sims: SimulatedNodes,
+  sends: number,
+  concurrency: number,
+): Promise<DispatchFigures> {
+  const completed = new Set<string>()
+  const stop = await subscribe(url, user.token, 'requests/*', (data) => {
+    const { record } = JSON.parse(data) as { record: { id: string; status: string } }
+    if (record.status === 'completed') completed.add(record.id)
+  })
+  // Conversations exist beforehand: only the send is timed.
+  const conversations: string[] = []
+  for (let i = 0; i < sends * 2; i++) {
+    const c = (await api(
+      url,
+      '/api/collections/conversations/records',
+      { title: 'dispatch', user: user.id },
+      user.token,
+    )) as { id: string }
+    conversations.push(c.id)
+  }
+  const sendOne = async (conversation: string) => {
+    const start = performance.now()
+    const sent = (await api(
+      url,
+      '/api/chat/send',
+      { conversation_id: conversation, model_id: modelId, prompt: 'hi', temperature: 0 },
+      user.token,
+    )) as { request_id: string }
+    const offeredAt = await sims.offered(sent.request_id)
+    await waitFor(() => completed.has(sent.request_id), 10_000)
+    return offeredAt - start
+  }
+  try {
+    const sequential: number[] = []
+    for (let i = 0; i < sends; i++) sequential.push(await sendOne(conversations[i]))
+
+    const concurrent: number[] = []
+    const queue = conversations.slice(sends)
+    const start = performance.now()
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        for (let c = queue.shift(); c; c = queue.shift()) concurrent.push(await sendOne(c))
+      }),
+    )
+    const requestsPerSecond = sends / ((performance.now() - start) / 1000)
+    return { sequential, concurrent, requestsPerSecond }
+  } finally {
+    stop()
+  }
+}
