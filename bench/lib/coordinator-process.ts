@@ -3,7 +3,7 @@
  * loop) on a fresh data directory, and waits until it answers.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -40,6 +40,14 @@ export async function startCoordinator(port: number, env: Record<string, string>
       rmSync(dataDir, { recursive: true, force: true })
     },
   }
+}
+
+/** CPU seconds (user + system) the process has used so far, from /proc (Linux). */
+export function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  // fields[11] and fields[12] are utime and stime in clock ticks (100 per second on Linux)
+  return (Number(fields[11]) + Number(fields[12])) / 100
 }
 
 export function median(values: number[]): number {

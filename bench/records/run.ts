@@ -8,7 +8,7 @@
  */
 import autocannon from 'autocannon'
 import { request } from 'node:http'
-import { median, percentile, startCoordinator } from '../lib/coordinator-process.ts'
+import { cpuSeconds, median, percentile, startCoordinator } from '../lib/coordinator-process.ts'
 
 const runs = Number(process.env.RUNS ?? 3)
 const duration = Number(process.env.DURATION ?? 5)
@@ -79,10 +79,16 @@ async function main() {
 
     const listRps: number[] = []
     const createRps: number[] = []
+    const listPerCpu: number[] = []
+    const createPerCpu: number[] = []
+    const pid = server.child.pid!
     for (let r = 0; r < runs; r++) {
+      let cpu = cpuSeconds(pid)
       const list = await load({ url: url + listPath, connections: 20, duration, headers: { Authorization: token } })
       if (list.non2xx) throw new Error(`list: ${list.non2xx} non-2xx responses`)
       listRps.push(list.requests.average)
+      listPerCpu.push(list.requests.total / (cpuSeconds(pid) - cpu))
+      cpu = cpuSeconds(pid)
       const create = await load({
         url: url + '/api/collections/conversations/records',
         method: 'POST',
@@ -93,7 +99,8 @@ async function main() {
       })
       if (create.non2xx) throw new Error(`create: ${create.non2xx} non-2xx responses`)
       createRps.push(create.requests.average)
-      console.log(`  run ${r + 1}: list ${Math.round(list.requests.average)} req/s, create ${Math.round(create.requests.average)} req/s`)
+      createPerCpu.push(create.requests.total / (cpuSeconds(pid) - cpu))
+      console.log(`  run ${r + 1}: list ${Math.round(list.requests.average)} req/s (${Math.round(listPerCpu[r])}/CPU-s), create ${Math.round(create.requests.average)} req/s (${Math.round(createPerCpu[r])}/CPU-s)`)
     }
 
     // Realtime: N subscribers on conversations/*; each created record must reach all of them.
@@ -131,6 +138,8 @@ async function main() {
     console.log(`bench/records on SQLite (${runs} runs x ${duration}s, 20 connections; medians)`)
     console.log(`  list (filtered, sorted, 50 items): ${fmt(median(listRps))} req/s   runs: ${listRps.map(fmt).join(', ')}`)
     console.log(`  create (conversation):             ${fmt(median(createRps))} req/s   runs: ${createRps.map(fmt).join(', ')}`)
+    console.log(`  per CPU-second of the coordinator process (robust to other load on the machine):`)
+    console.log(`    list ${fmt(median(listPerCpu))} req/CPU-s, create ${fmt(median(createPerCpu))} req/CPU-s`)
     console.log(`  realtime: ${subscribers} subscribers x ${events} events: delivered ${delivered} of ${events * subscribers}`)
     console.log(`    ${fmt(delivered / elapsed)} events/s delivered; latency p50 ${median(latencies).toFixed(1)} ms, p99 ${percentile(latencies, 99).toFixed(1)} ms`)
   } finally {
