@@ -9,11 +9,8 @@ import { failRequest } from '../ledger/settlement.ts'
 import { LINK_FLOW_TTL_MS, LinkFlows } from '../nodes/link-flows.ts'
 import { revokeCredentials } from '../nodes/node-credentials.ts'
 import { NodeRegistry } from '../nodes/node-registry.ts'
-import {
-  defaultSchedulerOptions,
-  Scheduler,
-  type SchedulerOptions,
-} from '../scheduler/scheduler.ts'
+import { Scheduler } from '../scheduler/scheduler.ts'
+import { defaultSchedulerOptions, type SchedulerOptions } from '../scheduler/work.ts'
 
 export interface NetworkOptions {
   scheduler?: Partial<SchedulerOptions>

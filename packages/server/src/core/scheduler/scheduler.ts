@@ -5,10 +5,9 @@
  * text discarded (the user sees one answer); when no node is left the request fails with
  * `can_retry` and its hold is released.
  */
-import type { JobOfferFrame, NodeToServerFrame } from '@meshwork/protocol'
 import type { CoreApp } from '../app.ts'
-import { requireCollection } from '../collections/registry.ts'
 import type { Row } from '../records/serialize.ts'
+import { requireCollection } from '../collections/registry.ts'
 import { penalizeNode } from '../ledger/settlement.ts'
 import type { NodeRegistry, RegistryListener } from '../nodes/node-registry.ts'
 import { CoalescedPublisher } from './coalesced-publisher.ts'
@@ -21,57 +20,16 @@ import {
   setJobStatus,
   settleAndPublish,
 } from './request-writes.ts'
-
-export interface SchedulerOptions {
-  /** Minimum time between two partial-response publishes of one request (~20/s). */
-  streamIntervalMs: number
-  /** A running job with no frame for this long is given to another node. */
-  stallMs: number
-  /** An offer not accepted within this long is given to another node. */
-  offerTimeoutMs: number
-  /** Nodes tried per request before it fails. */
-  maxAttempts: number
-}
-
-export const defaultSchedulerOptions: SchedulerOptions = {
-  streamIntervalMs: 50,
-  stallMs: 30_000,
-  offerTimeoutMs: 10_000,
-  maxAttempts: 3,
-}
-
-/** The agent's reason for an offer beyond its free slots (REJECT_NO_SLOT in @meshwork/node). */
-const NO_SLOT_REASON = 'No free job slot'
-const MAX_OFFERS = 10
-const FULL_NODE_PAUSE_MS = 250
-
-export const NO_NODE_MESSAGE =
-  'No node is available to process this request. Please try again later.'
-
-/** What the scheduler needs to run one request. */
-export interface WorkItem {
-  requestId: string
-  user: string
-  modelId: string
-  estimatedInput: number
-  maxTokens: number
-  prompt: JobOfferFrame['prompt']
-  sampling: JobOfferFrame['sampling']
-}
-
-interface Work extends WorkItem {
-  tried: Set<string>
-  /** Offers made, rejections for a full node included. */
-  offers: number
-  job: { id: string; nodeId: string; acked: boolean; lastActivity: number } | null
-  text: string
-  lastError: string
-  publisher: CoalescedPublisher | null
-  row: Row | null
-  chain: Promise<void>
-}
-
-type JobFrame = Extract<NodeToServerFrame, { job_id: string }>
+import {
+  FULL_NODE_PAUSE_MS,
+  MAX_OFFERS,
+  NO_NODE_MESSAGE,
+  NO_SLOT_REASON,
+  type JobFrame,
+  type SchedulerOptions,
+  type Work,
+  type WorkItem,
+} from './work.ts'
 
 export class Scheduler implements RegistryListener {
   private queue: Work[] = []
@@ -85,7 +43,7 @@ export class Scheduler implements RegistryListener {
   constructor(
     private core: CoreApp,
     private registry: NodeRegistry,
-    private options: SchedulerOptions = defaultSchedulerOptions,
+    private options: SchedulerOptions,
   ) {
     registry.listener = this
     this.timer = setInterval(() => this.checkStalls(), 500)
