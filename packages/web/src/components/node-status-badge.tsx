@@ -2,7 +2,8 @@ import { cn } from '../lib/cn.ts'
 import { nodeStatusLabel, nodeStatusTone, type StatusTone } from '../lib/node-records.ts'
 
 const tones: Record<StatusTone, string> = {
-  green: 'bg-emerald-50 text-emerald-700 ring-emerald-600/20 dark:bg-emerald-500/10 dark:text-emerald-300 dark:ring-emerald-400/30',
+  green:
+    'bg-emerald-50 text-emerald-700 ring-emerald-600/20 dark:bg-emerald-500/10 dark:text-emerald-300 dark:ring-emerald-400/30',
   blue: 'bg-blue-50 text-blue-700 ring-blue-600/20 dark:bg-blue-500/10 dark:text-blue-300 dark:ring-blue-400/30',
   red: 'bg-red-50 text-red-700 ring-red-600/20 dark:bg-red-500/10 dark:text-red-300 dark:ring-red-400/30',
   grey: 'bg-slate-100 text-slate-700 ring-slate-500/20 dark:bg-slate-800 dark:text-slate-300 dark:ring-slate-500/30',
@@ -15,7 +16,13 @@ const dots: Record<StatusTone, string> = {
 }
 
 /** Node status pill: online green, busy blue, offline red, anything else grey (spec §4). */
-export function NodeStatusBadge({ status, plain = false }: { status: string | null | undefined; plain?: boolean }) {
+export function NodeStatusBadge({
+  status,
+  plain = false,
+}: {
+  status: string | null | undefined
+  plain?: boolean
+}) {
   const tone = nodeStatusTone(status)
   if (plain) {
     return (

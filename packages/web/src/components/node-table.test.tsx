@@ -32,13 +32,17 @@ describe('NodeTable', () => {
     render(<NodeTable nodes={[node]} showReputation showActive showActions onDelete={onDelete} />)
     expect(screen.getByText('4.6')).toBeTruthy()
     expect(screen.getByText('Stories 260K')).toBeTruthy()
-    expect(screen.getByRole('row', { name: /studio/ }).getAttribute('title')).toBe('Last seen: Never')
+    expect(screen.getByRole('row', { name: /studio/ }).getAttribute('title')).toBe(
+      'Last seen: Never',
+    )
     fireEvent.click(screen.getByRole('button', { name: 'Delete studio' }))
     expect(onDelete).toHaveBeenCalledWith(node)
   })
 
   it('formats the last-seen tip', () => {
     expect(lastSeenTip(undefined)).toBe('Last seen: Never')
-    expect(lastSeenTip('2026-01-02 03:04:05.000Z')).toBe(`Last seen: ${new Date('2026-01-02T03:04:05Z').toLocaleString()}`)
+    expect(lastSeenTip('2026-01-02 03:04:05.000Z')).toBe(
+      `Last seen: ${new Date('2026-01-02T03:04:05Z').toLocaleString()}`,
+    )
   })
 })

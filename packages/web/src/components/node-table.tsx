@@ -51,12 +51,28 @@ export function NodeTable({
       <table className="w-full min-w-[40rem] text-left text-sm">
         <thead className="bg-slate-50 text-xs font-medium tracking-wide text-slate-500 uppercase dark:bg-slate-950/40 dark:text-slate-400">
           <tr className={lastCellPadding}>
-            <th scope="col" className="px-5 py-3 sm:px-6">Device</th>
-            <th scope="col" className="px-3 py-3">Status</th>
-            <th scope="col" className="px-3 py-3">Models</th>
-            <th scope="col" className="px-3 py-3 text-right">Requests</th>
-            {showReputation && <th scope="col" className="px-3 py-3 text-right">Reputation</th>}
-            {showActive && <th scope="col" className="px-3 py-3">Active</th>}
+            <th scope="col" className="px-5 py-3 sm:px-6">
+              Device
+            </th>
+            <th scope="col" className="px-3 py-3">
+              Status
+            </th>
+            <th scope="col" className="px-3 py-3">
+              Models
+            </th>
+            <th scope="col" className="px-3 py-3 text-right">
+              Requests
+            </th>
+            {showReputation && (
+              <th scope="col" className="px-3 py-3 text-right">
+                Reputation
+              </th>
+            )}
+            {showActive && (
+              <th scope="col" className="px-3 py-3">
+                Active
+              </th>
+            )}
             {showActions && (
               <th scope="col" className="px-5 py-3 text-right sm:px-6">
                 Actions
@@ -66,8 +82,14 @@ export function NodeTable({
         </thead>
         <tbody className="divide-y divide-slate-100 dark:divide-slate-800">
           {nodes.map((node) => (
-            <tr key={node.id} title={lastSeenTip(node.last_seen)} className={cn(lastCellPadding, 'hover:bg-slate-50/70 dark:hover:bg-slate-800/40')}>
-              <td className="px-5 py-3 font-medium whitespace-nowrap text-slate-900 sm:px-6 dark:text-white">{deviceLabel(node)}</td>
+            <tr
+              key={node.id}
+              title={lastSeenTip(node.last_seen)}
+              className={cn(lastCellPadding, 'hover:bg-slate-50/70 dark:hover:bg-slate-800/40')}
+            >
+              <td className="px-5 py-3 font-medium whitespace-nowrap text-slate-900 sm:px-6 dark:text-white">
+                {deviceLabel(node)}
+              </td>
               <td className="px-3 py-3 whitespace-nowrap">
                 <NodeStatusBadge status={node.status} plain={!showStatusBadge} />
               </td>
@@ -100,7 +122,9 @@ export function NodeTable({
                   <span
                     className={cn(
                       'text-xs font-medium',
-                      node.is_active ? 'text-emerald-700 dark:text-emerald-300' : 'text-slate-500 dark:text-slate-400',
+                      node.is_active
+                        ? 'text-emerald-700 dark:text-emerald-300'
+                        : 'text-slate-500 dark:text-slate-400',
                     )}
                   >
                     {node.is_active ? 'Active' : 'Inactive'}
@@ -109,7 +133,12 @@ export function NodeTable({
               )}
               {showActions && (
                 <td className="px-5 py-2 text-right whitespace-nowrap sm:px-6">
-                  <Button variant="ghost" size="icon" aria-label={`Edit ${deviceLabel(node)}`} onClick={() => onEdit?.(node)}>
+                  <Button
+                    variant="ghost"
+                    size="icon"
+                    aria-label={`Edit ${deviceLabel(node)}`}
+                    onClick={() => onEdit?.(node)}
+                  >
                     <Pencil className="h-4 w-4" aria-hidden />
                   </Button>
                   <Button

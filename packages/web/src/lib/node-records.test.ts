@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest'
-import { deviceLabel, isNodeActive, modelLabel, nodeStats, nodeStatusLabel, nodeStatusTone, type NodeRecord } from './node-records.ts'
+import {
+  deviceLabel,
+  isNodeActive,
+  modelLabel,
+  nodeStats,
+  nodeStatusLabel,
+  nodeStatusTone,
+  type NodeRecord,
+} from './node-records.ts'
 
 const node = (over: Partial<NodeRecord>): NodeRecord => ({
   id: 'n',

@@ -42,7 +42,9 @@ export interface NodeModelRecord {
 }
 
 /** The name shown for a model: display_name, else name. */
-export function modelLabel(model: Pick<CatalogueModel, 'name' | 'display_name'> | undefined): string {
+export function modelLabel(
+  model: Pick<CatalogueModel, 'name' | 'display_name'> | undefined,
+): string {
   return model?.display_name || model?.name || 'Unknown model'
 }
 

@@ -9,7 +9,12 @@ export function useApproveNode() {
   return useMutation({
     mutationFn: ({ token, user }: { token: string; user: CurrentUser }) => {
       if (!token) throw new ApiError(400, MISSING_TOKEN)
-      return approveNode(token, { id: user.id, email: user.email, name: user.name, credits: user.credits })
+      return approveNode(token, {
+        id: user.id,
+        email: user.email,
+        name: user.name,
+        credits: user.credits,
+      })
     },
   })
 }

@@ -39,7 +39,13 @@ describe('ApproveNodePage', () => {
   const b64 = (o: object) => btoa(JSON.stringify(o)).replace(/=+$/, '')
   const validToken = `${b64({ alg: 'HS256' })}.${b64({ id: 'u1', exp: 4102444800 })}.sig`
   function signIn() {
-    pb.authStore.save(validToken, { id: 'u1', email: 'ada@example.com', name: 'ada', credits: 7, collectionName: 'users' } as never)
+    pb.authStore.save(validToken, {
+      id: 'u1',
+      email: 'ada@example.com',
+      name: 'ada',
+      credits: 7,
+      collectionName: 'users',
+    } as never)
     vi.spyOn(pb, 'collection').mockReturnValue({ authRefresh: () => Promise.resolve({}) } as never)
   }
   const reply = (status: number, body: unknown) =>
@@ -63,11 +69,15 @@ describe('ApproveNodePage', () => {
   it('deny posts the failure and shows the closing message; a failed approve shows the error', async () => {
     signIn()
     vi.spyOn(console, 'warn').mockImplementation(() => {})
-    const fetchMock = vi.spyOn(globalThis, 'fetch').mockResolvedValueOnce(reply(400, { message: 'expired' }))
+    const fetchMock = vi
+      .spyOn(globalThis, 'fetch')
+      .mockResolvedValueOnce(reply(400, { message: 'expired' }))
     renderAt('/auth/approve-node?token=tok2')
     expect(await screen.findByText('Unknown Device')).toBeTruthy()
     fireEvent.click(screen.getByRole('button', { name: 'Approve Connection' }))
-    expect((await screen.findByRole('alert')).textContent).toBe('Failed to approve connection. Please try again.')
+    expect((await screen.findByRole('alert')).textContent).toBe(
+      'Failed to approve connection. Please try again.',
+    )
     fetchMock.mockResolvedValueOnce(reply(200, {}))
     fireEvent.click(screen.getByRole('button', { name: 'Deny' }))
     expect(await screen.findByText('Connection denied. You can close this window.')).toBeTruthy()
@@ -81,7 +91,9 @@ describe('ApproveNodePage', () => {
   it('without a token shows Invalid Request', () => {
     renderAt('/auth/approve-node?device=box')
     expect(screen.getByRole('heading', { name: 'Invalid Request' })).toBeTruthy()
-    expect(screen.getByText('Missing authorization token. Please try the authentication process again.')).toBeTruthy()
+    expect(
+      screen.getByText('Missing authorization token. Please try the authentication process again.'),
+    ).toBeTruthy()
     expect(screen.queryByRole('button', { name: 'Approve Connection' })).toBeNull()
   })
 

@@ -6,7 +6,13 @@ import { Spinner } from '../../components/spinner.tsx'
 import { useAuth } from '../../context/auth-context.tsx'
 import { loginUrlWithReturn } from '../../lib/return-url.ts'
 import { useApproveNode, useDenyNode } from './approve-node-api.ts'
-import { APPROVE_FAILED, DEFAULT_DEVICE, DENIED, DENY_FAILED, PERMISSIONS } from './approve-node-copy.ts'
+import {
+  APPROVE_FAILED,
+  DEFAULT_DEVICE,
+  DENIED,
+  DENY_FAILED,
+  PERMISSIONS,
+} from './approve-node-copy.ts'
 import { ApproveCard, NodeGrant } from './components/approve-card.tsx'
 
 /** Node authorization (spec §2): approve or deny a node's link to this account. */
@@ -32,17 +38,24 @@ export default function ApproveNodePage() {
 
   if (!token) {
     return (
-      <ApproveCard title="Invalid Request" icon={<AlertTriangle className="h-7 w-7 text-amber-600" aria-hidden />}>
+      <ApproveCard
+        title="Invalid Request"
+        icon={<AlertTriangle className="h-7 w-7 text-amber-600" aria-hidden />}
+      >
         <p className="text-center text-sm text-slate-600 dark:text-slate-300">
           Missing authorization token. Please try the authentication process again.
         </p>
       </ApproveCard>
     )
   }
-  if (status !== 'signed-in' || !user) return <Spinner label="Checking authentication..." className="min-h-[60vh]" />
+  if (status !== 'signed-in' || !user)
+    return <Spinner label="Checking authentication..." className="min-h-[60vh]" />
   if (denied) {
     return (
-      <ApproveCard title="Authorize Node Connection" icon={<XCircle className="h-7 w-7 text-red-600" aria-hidden />}>
+      <ApproveCard
+        title="Authorize Node Connection"
+        icon={<XCircle className="h-7 w-7 text-red-600" aria-hidden />}
+      >
         <p className="text-center text-sm text-slate-600 dark:text-slate-300">{DENIED}</p>
       </ApproveCard>
     )
@@ -80,12 +93,20 @@ export default function ApproveNodePage() {
       </p>
       <NodeGrant device={device} permissions={PERMISSIONS} />
       {error && (
-        <p role="alert" className="mb-4 rounded-lg border border-red-200 bg-red-50 px-3 py-2 text-sm text-red-700 dark:border-red-500/30 dark:bg-red-500/10 dark:text-red-300">
+        <p
+          role="alert"
+          className="mb-4 rounded-lg border border-red-200 bg-red-50 px-3 py-2 text-sm text-red-700 dark:border-red-500/30 dark:bg-red-500/10 dark:text-red-300"
+        >
           {error}
         </p>
       )}
       <div className="flex flex-col-reverse gap-2 sm:flex-row">
-        <Button variant="outline" className="w-full sm:w-auto sm:flex-1" disabled={busy} onClick={onDeny}>
+        <Button
+          variant="outline"
+          className="w-full sm:w-auto sm:flex-1"
+          disabled={busy}
+          onClick={onDeny}
+        >
           Deny
         </Button>
         <Button className="w-full sm:w-auto sm:flex-1" disabled={busy} onClick={onApprove}>

@@ -22,7 +22,11 @@ export interface NetworkData {
   requests: RequestSample[]
 }
 
-async function settle<T>(label: string, load: () => Promise<T>, fallback: T): Promise<{ ok: boolean; value: T }> {
+async function settle<T>(
+  label: string,
+  load: () => Promise<T>,
+  fallback: T,
+): Promise<{ ok: boolean; value: T }> {
   try {
     return { ok: true, value: await load() }
   } catch (err) {
@@ -36,7 +40,10 @@ export async function fetchNetworkData(): Promise<NetworkData> {
     settle('nodes', () => fetchNodesWithModels(), [] as NodeRecord[]),
     settle(
       'jobs',
-      () => pb.collection('node_jobs').getFullList<JobSample>({ batch: FULL_LIST_BATCH, fields: 'id,status,created' }),
+      () =>
+        pb
+          .collection('node_jobs')
+          .getFullList<JobSample>({ batch: FULL_LIST_BATCH, fields: 'id,status,created' }),
       [] as JobSample[],
     ),
     settle(

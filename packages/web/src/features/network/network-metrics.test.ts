@@ -39,8 +39,22 @@ describe('requestSeries', () => {
       now,
     )
     const last = series[23]
-    expect(last).toEqual({ label: '15:00', completed: 2, processing: 0, pending: 0, total: 3, successRate: 66.7, avgResponseMs: 201 })
-    expect(series[22]).toMatchObject({ pending: 1, processing: 1, completed: 0, successRate: 0, avgResponseMs: null })
+    expect(last).toEqual({
+      label: '15:00',
+      completed: 2,
+      processing: 0,
+      pending: 0,
+      total: 3,
+      successRate: 66.7,
+      avgResponseMs: 201,
+    })
+    expect(series[22]).toMatchObject({
+      pending: 1,
+      processing: 1,
+      completed: 0,
+      successRate: 0,
+      avgResponseMs: null,
+    })
     expect(series[0]).toMatchObject({ total: 0, successRate: null, avgResponseMs: null })
     expect(series.reduce((n, p) => n + p.total, 0)).toBe(5)
   })
@@ -49,7 +63,14 @@ describe('requestSeries', () => {
 describe('success rate and response time', () => {
   it('success rate is completed / all as a percent', () => {
     expect(successRate([])).toBe(0)
-    expect(successRate([{ status: 'completed', created: '' }, { status: 'failed', created: '' }, { status: 'cancelled', created: '' }, { status: 'completed', created: '' }])).toBe(50)
+    expect(
+      successRate([
+        { status: 'completed', created: '' },
+        { status: 'failed', created: '' },
+        { status: 'cancelled', created: '' },
+        { status: 'completed', created: '' },
+      ]),
+    ).toBe(50)
   })
   it('average response is the mean processing time of completed requests only', () => {
     expect(
@@ -62,7 +83,9 @@ describe('success rate and response time', () => {
     expect(averageResponseMs([{ status: 'failed', created: '', processing_time_ms: 5 }])).toBe(0)
   })
   it('formats 1 decimal percent and 0 decimal ms with locale grouping', () => {
-    expect(formatPercent(66.666)).toBe((66.7).toLocaleString(undefined, { minimumFractionDigits: 1 }) + '%')
+    expect(formatPercent(66.666)).toBe(
+      (66.7).toLocaleString(undefined, { minimumFractionDigits: 1 }) + '%',
+    )
     expect(formatPercent(100)).toMatch(/^100[.,]0%$/)
     expect(formatMs(1234.6)).toBe(`${(1235).toLocaleString()} ms`)
   })

@@ -23,7 +23,8 @@ export default function NetworkPage() {
       jobPoints: jobSeries(data.jobs, now),
       activeNodes: data.nodes.filter(isNodeActive),
     }
-  }, [data])
+    // dataUpdatedAt too: an unchanged answer keeps its reference, but the hour may have moved on.
+  }, [data, network.dataUpdatedAt])
 
   return (
     <PageContainer>
@@ -36,13 +37,23 @@ export default function NetworkPage() {
         )
       ) : (
         <>
-          <SummaryCards summary={view.summary} apiOnline={data.apiOnline} database={data.database} redis={data.redis} />
+          <SummaryCards
+            summary={view.summary}
+            apiOnline={data.apiOnline}
+            database={data.database}
+            redis={data.redis}
+          />
           <MetricsPanel requests={view.requestPoints} jobs={view.jobPoints} />
           <Card className="mt-6 overflow-hidden">
             <h2 className="border-b border-slate-200 px-5 py-4 text-base font-semibold text-slate-900 sm:px-6 dark:border-slate-800 dark:text-white">
               Active Nodes
             </h2>
-            <NodeTable nodes={view.activeNodes} showReputation showStatusBadge={false} emptyMessage="No active nodes" />
+            <NodeTable
+              nodes={view.activeNodes}
+              showReputation
+              showStatusBadge={false}
+              emptyMessage="No active nodes"
+            />
           </Card>
         </>
       )}

@@ -20,7 +20,12 @@ const node = (status: string, is_active: boolean, servingModels: string[]): Node
 describe('networkSummary', () => {
   it('counts nodes, serving models of reachable nodes, jobs and requests', () => {
     const s = networkSummary(
-      [node('online', true, ['A', 'B']), node('busy', true, ['A']), node('offline', true, ['C']), node('', false, [])],
+      [
+        node('online', true, ['A', 'B']),
+        node('busy', true, ['A']),
+        node('offline', true, ['C']),
+        node('', false, []),
+      ],
       [
         { status: 'pending', created: recent },
         { status: 'acked', created: recent },
@@ -36,9 +41,18 @@ describe('networkSummary', () => {
       now,
     )
     expect(s.nodes).toEqual({ total: 4, online: 1, busy: 1, offline: 2, active: 1 })
-    expect(s.models).toEqual([{ name: 'A', nodes: 2 }, { name: 'B', nodes: 1 }])
+    expect(s.models).toEqual([
+      { name: 'A', nodes: 2 },
+      { name: 'B', nodes: 1 },
+    ])
     expect(s.jobs).toEqual({ pending: 1, acked: 2, total: 4 })
-    expect(s.requests).toMatchObject({ total: 4, completed: 2, inFlight: 1, failed: 1, avgResponseMs: 300 })
+    expect(s.requests).toMatchObject({
+      total: 4,
+      completed: 2,
+      inFlight: 1,
+      failed: 1,
+      avgResponseMs: 300,
+    })
     expect(s.requests.successRate).toBeCloseTo(33.33, 1)
   })
 })

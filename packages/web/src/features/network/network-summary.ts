@@ -38,7 +38,8 @@ export function networkSummary(
   const perModel = new Map<string, number>()
   for (const node of nodes) {
     if (node.status !== 'online' && node.status !== 'busy') continue
-    for (const name of new Set(node.servingModels)) perModel.set(name, (perModel.get(name) ?? 0) + 1)
+    for (const name of new Set(node.servingModels))
+      perModel.set(name, (perModel.get(name) ?? 0) + 1)
   }
   const recent = requestsInWindow(requests, now)
   return {
@@ -49,7 +50,9 @@ export function networkSummary(
       offline: nodes.filter((n) => !n.status || n.status === 'offline').length,
       active: nodes.filter(isNodeActive).length,
     },
-    models: [...perModel].map(([name, count]) => ({ name, nodes: count })).sort((a, b) => b.nodes - a.nodes || a.name.localeCompare(b.name)),
+    models: [...perModel]
+      .map(([name, count]) => ({ name, nodes: count }))
+      .sort((a, b) => b.nodes - a.nodes || a.name.localeCompare(b.name)),
     jobs: {
       pending: jobs.filter((j) => j.status === 'pending').length,
       acked: jobs.filter((j) => isAcknowledgedJob(j.status)).length,

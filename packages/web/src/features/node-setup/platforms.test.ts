@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest'
-import { DEFAULT_PLATFORM, isSelectable, PLATFORMS, setupCommands, unavailableLabel } from './platforms.ts'
+import {
+  DEFAULT_PLATFORM,
+  isSelectable,
+  PLATFORMS,
+  setupCommands,
+  unavailableLabel,
+} from './platforms.ts'
 
 describe('platforms', () => {
   it('preselects an Available platform', () => {
@@ -10,7 +16,9 @@ describe('platforms', () => {
     expect(unavailableLabel('Coming Soon')).toBe('Available Soon')
     expect(unavailableLabel('Planned')).toBe('In Development')
     expect(unavailableLabel('Available')).toBeNull()
-    expect(PLATFORMS.filter((p) => !isSelectable(p)).every((p) => unavailableLabel(p.status))).toBe(true)
+    expect(PLATFORMS.filter((p) => !isSelectable(p)).every((p) => unavailableLabel(p.status))).toBe(
+      true,
+    )
   })
   it('points login at the given origin', () => {
     expect(setupCommands('https://mesh.example')).toEqual({

@@ -25,7 +25,11 @@ export const PLATFORMS: Platform[] = [
     status: 'Available',
     recommended: true,
     summary: 'Command-line agent with Metal acceleration on Apple Silicon.',
-    requirements: ['macOS on Apple Silicon or Intel', 'Node.js 20 or later', 'RAM and disk for the models you serve'],
+    requirements: [
+      'macOS on Apple Silicon or Intel',
+      'Node.js 20 or later',
+      'RAM and disk for the models you serve',
+    ],
     nodeHint: 'Install Node.js 20+ from nodejs.org or with Homebrew: brew install node',
   },
   {
@@ -33,15 +37,24 @@ export const PLATFORMS: Platform[] = [
     name: 'Linux',
     status: 'Available',
     summary: 'Command-line agent on CPU, or CUDA / Vulkan when a GPU and drivers are present.',
-    requirements: ['x64 or arm64', 'Node.js 20 or later', 'Optional: NVIDIA GPU with CUDA, or Vulkan drivers'],
-    nodeHint: 'Install Node.js 20+ from nodejs.org or your distribution (e.g. NodeSource packages).',
+    requirements: [
+      'x64 or arm64',
+      'Node.js 20 or later',
+      'Optional: NVIDIA GPU with CUDA, or Vulkan drivers',
+    ],
+    nodeHint:
+      'Install Node.js 20+ from nodejs.org or your distribution (e.g. NodeSource packages).',
   },
   {
     id: 'windows',
     name: 'Windows',
     status: 'Available',
     summary: 'Command-line agent on CPU, or CUDA / Vulkan when a GPU and drivers are present.',
-    requirements: ['Windows 10/11, 64-bit', 'Node.js 20 or later', 'Optional: NVIDIA GPU with CUDA, or Vulkan drivers'],
+    requirements: [
+      'Windows 10/11, 64-bit',
+      'Node.js 20 or later',
+      'Optional: NVIDIA GPU with CUDA, or Vulkan drivers',
+    ],
     nodeHint: 'Install Node.js 20+ from nodejs.org or with winget install OpenJS.NodeJS.LTS',
   },
   {

@@ -27,11 +27,17 @@ describe('nodeModelPhase', () => {
   it('walks not downloaded -> downloading -> downloaded -> serving', () => {
     expect(nodeModelPhase(undefined)).toBe('not-downloaded')
     expect(nodeModelPhase(rec({ requested_download: true }))).toBe('downloading')
-    expect(nodeModelPhase(rec({ requested_download: true, is_downloaded: true }))).toBe('downloaded')
-    expect(nodeModelPhase(rec({ is_downloaded: true, requested_serving: true, is_serving: true }))).toBe('serving')
+    expect(nodeModelPhase(rec({ requested_download: true, is_downloaded: true }))).toBe(
+      'downloaded',
+    )
+    expect(
+      nodeModelPhase(rec({ is_downloaded: true, requested_serving: true, is_serving: true })),
+    ).toBe('serving')
   })
   it('treats a cancelled download as not downloaded', () => {
-    expect(nodeModelPhase(rec({ requested_download: false, download_progress: '40' }))).toBe('not-downloaded')
+    expect(nodeModelPhase(rec({ requested_download: false, download_progress: '40' }))).toBe(
+      'not-downloaded',
+    )
   })
   it('stays downloaded while serving is requested but not yet on', () => {
     expect(nodeModelPhase(rec({ is_downloaded: true, requested_serving: true }))).toBe('downloaded')
@@ -81,13 +87,21 @@ describe('mergeModelEntries', () => {
 
 describe('active toggle rules', () => {
   it('cannot be switched on with nothing serving, and warns', () => {
-    expect(activeToggleState(false, false)).toEqual({ disabled: true, warning: true, danger: false })
+    expect(activeToggleState(false, false)).toEqual({
+      disabled: true,
+      warning: true,
+      danger: false,
+    })
   })
   it('is red when active but nothing serving, and can still be turned off', () => {
     expect(activeToggleState(true, false)).toEqual({ disabled: false, warning: true, danger: true })
   })
   it('is free when a model serves', () => {
-    expect(activeToggleState(false, true)).toEqual({ disabled: false, warning: false, danger: false })
+    expect(activeToggleState(false, true)).toEqual({
+      disabled: false,
+      warning: false,
+      danger: false,
+    })
     expect(hasServingModel([rec({ is_serving: true })])).toBe(true)
     expect(hasServingModel([rec({})])).toBe(false)
   })

@@ -38,13 +38,19 @@ export interface ModelEntry {
  * Every catalogue model in sort order, each with this node's record for it; node models whose
  * model is no longer in the active catalogue are kept at the end so they can still be stopped.
  */
-export function mergeModelEntries(catalogue: CatalogueModel[], records: NodeModelRecord[]): ModelEntry[] {
+export function mergeModelEntries(
+  catalogue: CatalogueModel[],
+  records: NodeModelRecord[],
+): ModelEntry[] {
   const byModel = new Map(records.map((r) => [r.model, r]))
   const entries: ModelEntry[] = catalogue.map((model) => ({ model, record: byModel.get(model.id) }))
   const known = new Set(catalogue.map((m) => m.id))
   for (const record of records) {
     if (!known.has(record.model)) {
-      entries.push({ model: record.expand?.model ?? { id: record.model, name: record.model }, record })
+      entries.push({
+        model: record.expand?.model ?? { id: record.model, name: record.model },
+        record,
+      })
     }
   }
   return entries

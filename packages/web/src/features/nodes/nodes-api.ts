@@ -63,7 +63,9 @@ export function useNodeModels(nodeId: string) {
             return
           }
           fetchNodeModel(event.record.id)
-            .then((record) => replace((list) => [...list.filter((r) => r.id !== record.id), record]))
+            .then((record) =>
+              replace((list) => [...list.filter((r) => r.id !== record.id), record]),
+            )
             .catch((err: unknown) => console.warn('Failed to refetch node model', err))
         },
         { filter: pb.filter('node = {:node}', { node: nodeId }) },
@@ -97,8 +99,13 @@ function useInvalidateNodes() {
 export function useUpdateNode() {
   const invalidate = useInvalidateNodes()
   return useMutation({
-    mutationFn: ({ id, data }: { id: string; data: Partial<Pick<NodeRecord, 'device_name' | 'is_active'>> }) =>
-      pb.collection('nodes').update<NodeRecord>(id, data),
+    mutationFn: ({
+      id,
+      data,
+    }: {
+      id: string
+      data: Partial<Pick<NodeRecord, 'device_name' | 'is_active'>>
+    }) => pb.collection('nodes').update<NodeRecord>(id, data),
     onSettled: invalidate,
   })
 }

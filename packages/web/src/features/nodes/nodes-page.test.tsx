@@ -33,7 +33,9 @@ const node: NodeRecord = {
 }
 
 function renderPage() {
-  const router = createMemoryRouter([{ path: '/nodes', element: <NodesPage /> }], { initialEntries: ['/nodes'] })
+  const router = createMemoryRouter([{ path: '/nodes', element: <NodesPage /> }], {
+    initialEntries: ['/nodes'],
+  })
   render(<RouterProvider router={router} />)
 }
 
@@ -61,7 +63,9 @@ describe('NodesPage', () => {
     const alert = vi.spyOn(window, 'alert').mockImplementation(() => {})
     renderPage()
     fireEvent.click(screen.getByRole('button', { name: 'Delete studio' }))
-    expect(confirm).toHaveBeenCalledWith('Are you sure you want to delete "studio"? This action cannot be undone.')
+    expect(confirm).toHaveBeenCalledWith(
+      'Are you sure you want to delete "studio"? This action cannot be undone.',
+    )
     expect(state.deleteMutate).not.toHaveBeenCalled()
     fireEvent.click(screen.getByRole('button', { name: 'Delete studio' }))
     const [id, options] = state.deleteMutate.mock.calls[0]

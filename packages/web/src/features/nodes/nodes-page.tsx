@@ -22,9 +22,15 @@ export default function NodesPage() {
   const list = nodes.data ?? []
 
   const onDelete = (node: NodeRecord) => {
-    if (!window.confirm(`Are you sure you want to delete "${deviceLabel(node)}"? This action cannot be undone.`)) return
+    if (
+      !window.confirm(
+        `Are you sure you want to delete "${deviceLabel(node)}"? This action cannot be undone.`,
+      )
+    )
+      return
     deleteNode.mutate(node.id, {
-      onError: (err) => window.alert(`Failed to delete node: ${errorMessage(err, 'Unknown error')}`),
+      onError: (err) =>
+        window.alert(`Failed to delete node: ${errorMessage(err, 'Unknown error')}`),
     })
   }
 
@@ -46,19 +52,33 @@ export default function NodesPage() {
           <Spinner label="Loading your nodes..." />
         ) : list.length === 0 ? (
           <div className="px-6 py-14 text-center">
-            <Server className="mx-auto mb-3 h-9 w-9 text-slate-300 dark:text-slate-600" aria-hidden />
+            <Server
+              className="mx-auto mb-3 h-9 w-9 text-slate-300 dark:text-slate-600"
+              aria-hidden
+            />
             <p className="font-medium text-slate-800 dark:text-slate-200">No nodes yet</p>
-            <p className="mt-1 text-sm text-slate-500 dark:text-slate-400">Get started by setting up your first node</p>
+            <p className="mt-1 text-sm text-slate-500 dark:text-slate-400">
+              Get started by setting up your first node
+            </p>
             <Link to="/nodes/setup" className={`${addNodeClass} mt-5`}>
               <Plus className="h-4 w-4" aria-hidden />
               Add Node
             </Link>
           </div>
         ) : (
-          <NodeTable nodes={list} showReputation showActive showActions onEdit={setEditing} onDelete={onDelete} />
+          <NodeTable
+            nodes={list}
+            showReputation
+            showActive
+            showActions
+            onEdit={setEditing}
+            onDelete={onDelete}
+          />
         )}
       </Card>
-      {editing && <EditNodeDialog key={editing.id} node={editing} onClose={() => setEditing(null)} />}
+      {editing && (
+        <EditNodeDialog key={editing.id} node={editing} onClose={() => setEditing(null)} />
+      )}
     </PageContainer>
   )
 }

@@ -3,7 +3,15 @@ import type { ReactNode } from 'react'
 import { Card } from '../../../components/card.tsx'
 
 /** The centred card every state of the approve screen sits in. */
-export function ApproveCard({ icon, title, children }: { icon?: ReactNode; title: string; children: ReactNode }) {
+export function ApproveCard({
+  icon,
+  title,
+  children,
+}: {
+  icon?: ReactNode
+  title: string
+  children: ReactNode
+}) {
   return (
     <div className="mx-auto w-full max-w-md px-4 py-10 sm:py-16">
       <Card className="p-6 sm:p-8">
@@ -20,7 +28,13 @@ export function ApproveCard({ icon, title, children }: { icon?: ReactNode; title
 }
 
 /** Device name and the list of what the node may do. */
-export function NodeGrant({ device, permissions }: { device: string; permissions: readonly string[] }) {
+export function NodeGrant({
+  device,
+  permissions,
+}: {
+  device: string
+  permissions: readonly string[]
+}) {
   return (
     <>
       <div className="mb-5 flex items-center gap-3 rounded-lg border border-slate-200 bg-slate-50 px-4 py-3 dark:border-slate-800 dark:bg-slate-950/40">
@@ -34,7 +48,10 @@ export function NodeGrant({ device, permissions }: { device: string; permissions
       <ul className="mb-6 space-y-2">
         {permissions.map((p) => (
           <li key={p} className="flex items-start gap-2 text-sm text-slate-700 dark:text-slate-200">
-            <Check className="mt-0.5 h-4 w-4 shrink-0 text-emerald-600 dark:text-emerald-400" aria-hidden />
+            <Check
+              className="mt-0.5 h-4 w-4 shrink-0 text-emerald-600 dark:text-emerald-400"
+              aria-hidden
+            />
             {p}
           </li>
         ))}

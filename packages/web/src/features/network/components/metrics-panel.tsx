@@ -19,7 +19,9 @@ export function MetricsPanel({ requests, jobs }: { requests: RequestPoint[]; job
   return (
     <Card className="mt-6 overflow-hidden">
       <div className="border-b border-slate-200 px-5 pt-4 sm:px-6 dark:border-slate-800">
-        <h2 className="mb-3 text-base font-semibold text-slate-900 dark:text-white">Network Metrics (Last 24 Hours)</h2>
+        <h2 className="mb-3 text-base font-semibold text-slate-900 dark:text-white">
+          Network Metrics (Last 24 Hours)
+        </h2>
         <div role="tablist" aria-label="Metrics" className="-mb-px flex gap-4 overflow-x-auto">
           {tabs.map((t) => (
             <button
@@ -42,7 +44,12 @@ export function MetricsPanel({ requests, jobs }: { requests: RequestPoint[]; job
           ))}
         </div>
       </div>
-      <div id="metrics-tabpanel" role="tabpanel" aria-labelledby={`tab-${tab}`} className="p-4 sm:p-6">
+      <div
+        id="metrics-tabpanel"
+        role="tabpanel"
+        aria-labelledby={`tab-${tab}`}
+        className="p-4 sm:p-6"
+      >
         <Suspense fallback={<Spinner className="h-72 py-0" />}>
           <NetworkCharts tab={tab} requests={requests} jobs={jobs} />
         </Suspense>

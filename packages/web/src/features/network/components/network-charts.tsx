@@ -2,7 +2,18 @@
  * @module The Recharts charts of Network Status. Loaded lazily (React.lazy) so that Recharts
  * stays out of every bundle but this one.
  */
-import { Bar, BarChart, CartesianGrid, Legend, Line, LineChart, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts'
+import {
+  Bar,
+  BarChart,
+  CartesianGrid,
+  Legend,
+  Line,
+  LineChart,
+  ResponsiveContainer,
+  Tooltip,
+  XAxis,
+  YAxis,
+} from 'recharts'
 import { useTheme } from '../../../context/theme-context.tsx'
 import type { JobPoint, RequestPoint } from '../network-metrics.ts'
 
@@ -34,29 +45,75 @@ export default function NetworkCharts({ tab, requests, jobs }: NetworkChartsProp
         {tab === 'requests' ? (
           <BarChart data={requests} margin={{ top: 8, right: 8, left: -16, bottom: 0 }}>
             <CartesianGrid strokeDasharray="3 3" stroke={grid} vertical={false} />
-            <XAxis dataKey="label" tick={axis} stroke={axis.stroke} interval="preserveStartEnd" minTickGap={16} />
+            <XAxis
+              dataKey="label"
+              tick={axis}
+              stroke={axis.stroke}
+              interval="preserveStartEnd"
+              minTickGap={16}
+            />
             <YAxis allowDecimals={false} tick={axis} stroke={axis.stroke} />
             <Tooltip {...tooltip} />
             <Legend />
             <Bar dataKey="completed" name="Completed" stackId="r" fill="#10b981" />
             <Bar dataKey="processing" name="Processing" stackId="r" fill="#3b82f6" />
-            <Bar dataKey="pending" name="Pending" stackId="r" fill="#f59e0b" radius={[4, 4, 0, 0]} />
+            <Bar
+              dataKey="pending"
+              name="Pending"
+              stackId="r"
+              fill="#f59e0b"
+              radius={[4, 4, 0, 0]}
+            />
           </BarChart>
         ) : tab === 'performance' ? (
           <LineChart data={requests} margin={{ top: 8, right: 0, left: -8, bottom: 0 }}>
             <CartesianGrid strokeDasharray="3 3" stroke={grid} vertical={false} />
-            <XAxis dataKey="label" tick={axis} stroke={axis.stroke} interval="preserveStartEnd" minTickGap={16} />
+            <XAxis
+              dataKey="label"
+              tick={axis}
+              stroke={axis.stroke}
+              interval="preserveStartEnd"
+              minTickGap={16}
+            />
             <YAxis yAxisId="ms" tick={axis} stroke={axis.stroke} />
-            <YAxis yAxisId="pct" orientation="right" domain={[0, 100]} tick={axis} stroke={axis.stroke} />
+            <YAxis
+              yAxisId="pct"
+              orientation="right"
+              domain={[0, 100]}
+              tick={axis}
+              stroke={axis.stroke}
+            />
             <Tooltip {...tooltip} cursor={{ stroke: axis.stroke }} />
             <Legend />
-            <Line yAxisId="ms" type="monotone" dataKey="avgResponseMs" name="Avg Response Time (ms)" stroke="#6366f1" strokeWidth={2} dot={{ r: 3 }} />
-            <Line yAxisId="pct" type="monotone" dataKey="successRate" name="Success Rate (%)" stroke="#10b981" strokeWidth={2} dot={{ r: 3 }} />
+            <Line
+              yAxisId="ms"
+              type="monotone"
+              dataKey="avgResponseMs"
+              name="Avg Response Time (ms)"
+              stroke="#6366f1"
+              strokeWidth={2}
+              dot={{ r: 3 }}
+            />
+            <Line
+              yAxisId="pct"
+              type="monotone"
+              dataKey="successRate"
+              name="Success Rate (%)"
+              stroke="#10b981"
+              strokeWidth={2}
+              dot={{ r: 3 }}
+            />
           </LineChart>
         ) : (
           <BarChart data={jobs} margin={{ top: 8, right: 8, left: -16, bottom: 0 }}>
             <CartesianGrid strokeDasharray="3 3" stroke={grid} vertical={false} />
-            <XAxis dataKey="label" tick={axis} stroke={axis.stroke} interval="preserveStartEnd" minTickGap={16} />
+            <XAxis
+              dataKey="label"
+              tick={axis}
+              stroke={axis.stroke}
+              interval="preserveStartEnd"
+              minTickGap={16}
+            />
             <YAxis allowDecimals={false} tick={axis} stroke={axis.stroke} />
             <Tooltip {...tooltip} />
             <Legend />

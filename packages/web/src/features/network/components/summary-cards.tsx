@@ -6,7 +6,15 @@ import { formatNumber } from '../../../lib/format.ts'
 import { formatMs, formatPercent } from '../network-metrics.ts'
 import type { NetworkSummary } from '../network-summary.ts'
 
-function SummaryCard({ title, icon: Icon, children }: { title: string; icon: ComponentType<{ className?: string }>; children: ReactNode }) {
+function SummaryCard({
+  title,
+  icon: Icon,
+  children,
+}: {
+  title: string
+  icon: ComponentType<{ className?: string }>
+  children: ReactNode
+}) {
   return (
     <Card className="p-5">
       <div className="mb-4 flex items-center gap-2">
@@ -24,15 +32,25 @@ function Row({ label, value, tone }: { label: string; value: ReactNode; tone?: s
   return (
     <div className="flex items-center justify-between py-1 text-sm">
       <dt className="text-slate-500 dark:text-slate-400">{label}</dt>
-      <dd className={cn('font-medium text-slate-900 tabular-nums dark:text-white', tone)}>{value}</dd>
+      <dd className={cn('font-medium text-slate-900 tabular-nums dark:text-white', tone)}>
+        {value}
+      </dd>
     </div>
   )
 }
 
 function ServiceState({ up }: { up: boolean }) {
   return (
-    <span className={cn('inline-flex items-center gap-1.5', up ? 'text-emerald-700 dark:text-emerald-300' : 'text-red-700 dark:text-red-300')}>
-      <span className={cn('h-2 w-2 rounded-full', up ? 'bg-emerald-500' : 'bg-red-500')} aria-hidden />
+    <span
+      className={cn(
+        'inline-flex items-center gap-1.5',
+        up ? 'text-emerald-700 dark:text-emerald-300' : 'text-red-700 dark:text-red-300',
+      )}
+    >
+      <span
+        className={cn('h-2 w-2 rounded-full', up ? 'bg-emerald-500' : 'bg-red-500')}
+        aria-hidden
+      />
       {up ? 'Online' : 'Offline'}
     </span>
   )
@@ -54,7 +72,9 @@ export function SummaryCards({ summary, apiOnline, database, redis }: SummaryCar
         <SummaryCard title="Node Overview" icon={Server}>
           <p className="mb-2 text-3xl font-semibold text-slate-900 tabular-nums dark:text-white">
             {formatNumber(nodes.total)}
-            <span className="ml-1.5 text-sm font-normal text-slate-500 dark:text-slate-400">nodes</span>
+            <span className="ml-1.5 text-sm font-normal text-slate-500 dark:text-slate-400">
+              nodes
+            </span>
           </p>
           <dl>
             <Row label="Online" value={formatNumber(nodes.online)} />
@@ -82,7 +102,11 @@ export function SummaryCards({ summary, apiOnline, database, redis }: SummaryCar
           ) : (
             <dl className="max-h-28 overflow-y-auto">
               {models.map((m) => (
-                <Row key={m.name} label={m.name} value={`${m.nodes} ${m.nodes === 1 ? 'node' : 'nodes'}`} />
+                <Row
+                  key={m.name}
+                  label={m.name}
+                  value={`${m.nodes} ${m.nodes === 1 ? 'node' : 'nodes'}`}
+                />
               ))}
             </dl>
           )}
@@ -116,7 +140,9 @@ function Stat({ label, value }: { label: string; value: string }) {
   return (
     <div className="min-w-0">
       <dt className="truncate text-xs text-slate-500 dark:text-slate-400">{label}</dt>
-      <dd className="mt-0.5 text-lg font-semibold text-slate-900 tabular-nums dark:text-white">{value}</dd>
+      <dd className="mt-0.5 text-lg font-semibold text-slate-900 tabular-nums dark:text-white">
+        {value}
+      </dd>
     </div>
   )
 }

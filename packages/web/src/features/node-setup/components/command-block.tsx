@@ -25,7 +25,11 @@ export function CommandBlock({ command, label }: { command: string; label: strin
         aria-label={copied ? `${label} copied` : `Copy ${label}`}
         className="focus-ring shrink-0 rounded-md p-1.5 text-slate-400 hover:bg-slate-800 hover:text-white"
       >
-        {copied ? <Check className="h-4 w-4 text-emerald-400" aria-hidden /> : <Copy className="h-4 w-4" aria-hidden />}
+        {copied ? (
+          <Check className="h-4 w-4 text-emerald-400" aria-hidden />
+        ) : (
+          <Copy className="h-4 w-4" aria-hidden />
+        )}
       </button>
     </div>
   )

@@ -11,7 +11,15 @@ const icons: Record<PlatformId, ComponentType<{ className?: string }>> = {
 }
 
 /** One operating-system card; only Available cards can be selected. */
-export function PlatformCard({ platform, selected, onSelect }: { platform: Platform; selected: boolean; onSelect: () => void }) {
+export function PlatformCard({
+  platform,
+  selected,
+  onSelect,
+}: {
+  platform: Platform
+  selected: boolean
+  onSelect: () => void
+}) {
   const selectable = isSelectable(platform)
   const Icon = icons[platform.id]
   return (
@@ -25,7 +33,9 @@ export function PlatformCard({ platform, selected, onSelect }: { platform: Platf
         selected
           ? 'border-brand-600 bg-brand-50/60 ring-1 ring-brand-600 dark:border-brand-400 dark:bg-brand-500/10 dark:ring-brand-400'
           : 'border-slate-200 bg-white dark:border-slate-800 dark:bg-slate-900',
-        selectable ? 'hover:border-brand-400 dark:hover:border-brand-500' : 'cursor-not-allowed opacity-70',
+        selectable
+          ? 'hover:border-brand-400 dark:hover:border-brand-500'
+          : 'cursor-not-allowed opacity-70',
       )}
     >
       <div className="mb-2 flex w-full items-center justify-between gap-2">
@@ -56,7 +66,9 @@ export function PlatformCard({ platform, selected, onSelect }: { platform: Platf
         ))}
       </ul>
       {!selectable && (
-        <p className="mt-auto pt-3 text-xs font-medium text-slate-600 dark:text-slate-300">{unavailableLabel(platform.status)}</p>
+        <p className="mt-auto pt-3 text-xs font-medium text-slate-600 dark:text-slate-300">
+          {unavailableLabel(platform.status)}
+        </p>
       )}
     </button>
   )

@@ -7,7 +7,12 @@ const state = vi.hoisted(() => ({ records: [] as NodeModelRecord[], mutate: vi.f
 
 vi.mock('../nodes-api.ts', () => ({
   actionFailure: {},
-  useCatalogue: () => ({ data: [{ id: 'm1', name: 'stories', display_name: 'Stories', file_size_bytes: 1024 ** 3 * 1.25 }], isLoading: false }),
+  useCatalogue: () => ({
+    data: [
+      { id: 'm1', name: 'stories', display_name: 'Stories', file_size_bytes: 1024 ** 3 * 1.25 },
+    ],
+    isLoading: false,
+  }),
   useNodeModels: () => ({ data: state.records, isLoading: false }),
   useNodeModelAction: () => ({ mutate: state.mutate, isPending: false }),
   useUpdateNode: () => ({ mutate: state.mutate, isPending: false }),

@@ -30,12 +30,19 @@ export function EditNodeDialog({ node, onClose }: EditNodeDialogProps) {
         <Dialog.Overlay className="fixed inset-0 z-40 animate-fade-in bg-slate-900/50 backdrop-blur-sm" />
         <Dialog.Content className="fixed top-1/2 left-1/2 z-50 flex max-h-[calc(100dvh-2rem)] w-[min(40rem,calc(100vw-2rem))] -translate-x-1/2 -translate-y-1/2 flex-col rounded-2xl border border-slate-200 bg-white shadow-2xl dark:border-slate-800 dark:bg-slate-900">
           <div className="flex items-center justify-between border-b border-slate-200 px-6 py-4 dark:border-slate-800">
-            <Dialog.Title className="text-lg font-semibold text-slate-900 dark:text-white">Edit Node</Dialog.Title>
-            <Dialog.Close aria-label="Close" className="focus-ring rounded-lg p-1.5 text-slate-500 hover:bg-slate-100 dark:hover:bg-slate-800">
+            <Dialog.Title className="text-lg font-semibold text-slate-900 dark:text-white">
+              Edit Node
+            </Dialog.Title>
+            <Dialog.Close
+              aria-label="Close"
+              className="focus-ring rounded-lg p-1.5 text-slate-500 hover:bg-slate-100 dark:hover:bg-slate-800"
+            >
               <X className="h-4 w-4" aria-hidden />
             </Dialog.Close>
           </div>
-          <Dialog.Description className="sr-only">Rename the node, switch it on or off and choose its models.</Dialog.Description>
+          <Dialog.Description className="sr-only">
+            Rename the node, switch it on or off and choose its models.
+          </Dialog.Description>
           <EditNodeBody node={node} />
         </Dialog.Content>
       </Dialog.Portal>
@@ -59,7 +66,8 @@ export function EditNodeBody({ node }: { node: NodeRecord }) {
       { id: node.id, data: { device_name: deviceName.trim() } },
       {
         onSuccess: () => window.alert('Device name updated successfully!'),
-        onError: (err) => window.alert(`Failed to update device name: ${errorMessage(err, 'Unknown error')}`),
+        onError: (err) =>
+          window.alert(`Failed to update device name: ${errorMessage(err, 'Unknown error')}`),
       },
     )
   }
@@ -80,7 +88,8 @@ export function EditNodeBody({ node }: { node: NodeRecord }) {
 
   const runAction = (action: NodeModelAction) => {
     modelAction.mutate(action, {
-      onError: (err) => window.alert(`${actionFailure[action.kind]}: ${errorMessage(err, 'Unknown error')}`),
+      onError: (err) =>
+        window.alert(`${actionFailure[action.kind]}: ${errorMessage(err, 'Unknown error')}`),
     })
   }
 
@@ -92,7 +101,10 @@ export function EditNodeBody({ node }: { node: NodeRecord }) {
           if (deviceName.trim()) saveName()
         }}
       >
-        <label htmlFor="device-name" className="mb-1.5 block text-sm font-medium text-slate-900 dark:text-white">
+        <label
+          htmlFor="device-name"
+          className="mb-1.5 block text-sm font-medium text-slate-900 dark:text-white"
+        >
           Device Name
         </label>
         <div className="flex gap-2">
@@ -122,11 +134,18 @@ export function EditNodeBody({ node }: { node: NodeRecord }) {
         {catalogue.isLoading || nodeModels.isLoading ? (
           <Spinner className="py-8" />
         ) : entries.length === 0 ? (
-          <p className="py-6 text-center text-sm text-slate-500 dark:text-slate-400">No models in the catalogue</p>
+          <p className="py-6 text-center text-sm text-slate-500 dark:text-slate-400">
+            No models in the catalogue
+          </p>
         ) : (
           <ul className="space-y-2">
             {entries.map((entry) => (
-              <NodeModelRow key={entry.model.id} entry={entry} busy={modelAction.isPending} onAction={runAction} />
+              <NodeModelRow
+                key={entry.model.id}
+                entry={entry}
+                busy={modelAction.isPending}
+                onAction={runAction}
+              />
             ))}
           </ul>
         )}

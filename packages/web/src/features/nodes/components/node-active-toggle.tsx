@@ -20,7 +20,9 @@ export function NodeActiveToggle({ isActive, serving, busy, onChange }: NodeActi
           <p id="node-status-label" className="text-sm font-medium text-slate-900 dark:text-white">
             Node Status
           </p>
-          <p className="text-sm text-slate-500 dark:text-slate-400">{isActive ? 'Active' : 'Inactive'}</p>
+          <p className="text-sm text-slate-500 dark:text-slate-400">
+            {isActive ? 'Active' : 'Inactive'}
+          </p>
         </div>
         <Switch.Root
           checked={isActive}
@@ -29,7 +31,11 @@ export function NodeActiveToggle({ isActive, serving, busy, onChange }: NodeActi
           aria-labelledby="node-status-label"
           className={cn(
             'focus-ring relative h-6 w-11 shrink-0 rounded-full transition-colors disabled:cursor-not-allowed disabled:opacity-50',
-            state.danger ? 'bg-red-600' : isActive ? 'bg-emerald-600' : 'bg-slate-300 dark:bg-slate-700',
+            state.danger
+              ? 'bg-red-600'
+              : isActive
+                ? 'bg-emerald-600'
+                : 'bg-slate-300 dark:bg-slate-700',
           )}
         >
           <Switch.Thumb className="block h-5 w-5 translate-x-0.5 rounded-full bg-white shadow transition-transform data-[state=checked]:translate-x-[1.375rem]" />

@@ -2,7 +2,12 @@ import { CheckCircle2, Download, Loader2, Play, Square, Trash2, X } from 'lucide
 import { Button } from '../../../components/button.tsx'
 import { formatGigabytes, formatTokensPerSecond } from '../../../lib/format.ts'
 import { modelLabel } from '../../../lib/node-records.ts'
-import { canDeleteModel, nodeModelPhase, parseDownloadPercent, type ModelEntry } from '../node-model-state.ts'
+import {
+  canDeleteModel,
+  nodeModelPhase,
+  parseDownloadPercent,
+  type ModelEntry,
+} from '../node-model-state.ts'
 import type { NodeModelAction } from '../nodes-api.ts'
 
 export interface NodeModelRowProps {
@@ -11,7 +16,8 @@ export interface NodeModelRowProps {
   onAction: (action: NodeModelAction) => void
 }
 
-const DELETE_CONFIRM = 'Are you sure you want to delete this model? This will remove the downloaded files from your node.'
+const DELETE_CONFIRM =
+  'Are you sure you want to delete this model? This will remove the downloaded files from your node.'
 
 /** One catalogue model on this node, with the lifecycle buttons of spec §4. */
 export function NodeModelRow({ entry, busy, onAction }: NodeModelRowProps) {
@@ -40,13 +46,23 @@ export function NodeModelRow({ entry, busy, onAction }: NodeModelRowProps) {
         </div>
         <div className="flex shrink-0 flex-wrap items-center gap-2">
           {phase === 'not-downloaded' && (
-            <Button size="sm" variant="outline" disabled={busy} onClick={() => onAction({ kind: 'download', modelId: model.id })}>
+            <Button
+              size="sm"
+              variant="outline"
+              disabled={busy}
+              onClick={() => onAction({ kind: 'download', modelId: model.id })}
+            >
               <Download className="h-4 w-4" aria-hidden />
               Download
             </Button>
           )}
           {phase === 'downloading' && record && (
-            <Button size="sm" variant="outline" disabled={busy} onClick={() => onAction({ kind: 'cancel', recordId: record.id })}>
+            <Button
+              size="sm"
+              variant="outline"
+              disabled={busy}
+              onClick={() => onAction({ kind: 'cancel', recordId: record.id })}
+            >
               <X className="h-4 w-4" aria-hidden />
               Cancel
             </Button>
@@ -58,7 +74,8 @@ export function NodeModelRow({ entry, busy, onAction }: NodeModelRowProps) {
               disabled={busy}
               className="text-red-600 hover:text-red-700 dark:text-red-400"
               onClick={() => {
-                if (window.confirm(DELETE_CONFIRM)) onAction({ kind: 'delete', recordId: record.id })
+                if (window.confirm(DELETE_CONFIRM))
+                  onAction({ kind: 'delete', recordId: record.id })
               }}
             >
               <Trash2 className="h-4 w-4" aria-hidden />
@@ -66,13 +83,22 @@ export function NodeModelRow({ entry, busy, onAction }: NodeModelRowProps) {
             </Button>
           )}
           {phase === 'downloaded' && record && (
-            <Button size="sm" disabled={busy || record.requested_serving} onClick={() => onAction({ kind: 'serve', recordId: record.id })}>
+            <Button
+              size="sm"
+              disabled={busy || record.requested_serving}
+              onClick={() => onAction({ kind: 'serve', recordId: record.id })}
+            >
               <Play className="h-4 w-4" aria-hidden />
               Start Serving
             </Button>
           )}
           {phase === 'serving' && record && (
-            <Button size="sm" variant="secondary" disabled={busy} onClick={() => onAction({ kind: 'stop', recordId: record.id })}>
+            <Button
+              size="sm"
+              variant="secondary"
+              disabled={busy}
+              onClick={() => onAction({ kind: 'stop', recordId: record.id })}
+            >
               <Square className="h-4 w-4" aria-hidden />
               Stop Serving
             </Button>
@@ -96,12 +122,18 @@ export function NodeModelRow({ entry, busy, onAction }: NodeModelRowProps) {
             aria-valuenow={Math.round(percent)}
             className="h-2 overflow-hidden rounded-full bg-slate-200 dark:bg-slate-800"
           >
-            <div className="h-full rounded-full bg-brand-600 transition-[width]" style={{ width: `${percent}%` }} />
+            <div
+              className="h-full rounded-full bg-brand-600 transition-[width]"
+              style={{ width: `${percent}%` }}
+            />
           </div>
         </div>
       )}
       {record?.error_message && (
-        <p role="alert" className="mt-2 rounded-md bg-red-50 px-2 py-1 text-xs text-red-700 dark:bg-red-500/10 dark:text-red-300">
+        <p
+          role="alert"
+          className="mt-2 rounded-md bg-red-50 px-2 py-1 text-xs text-red-700 dark:bg-red-500/10 dark:text-red-300"
+        >
           {record.error_message}
         </p>
       )}

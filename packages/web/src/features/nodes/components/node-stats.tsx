@@ -4,7 +4,15 @@ import { Card } from '../../../components/card.tsx'
 import { formatNumber } from '../../../lib/format.ts'
 import type { NodeStats as Stats } from '../../../lib/node-records.ts'
 
-function StatCard({ label, value, icon: Icon }: { label: string; value: number; icon: ComponentType<{ className?: string }> }) {
+function StatCard({
+  label,
+  value,
+  icon: Icon,
+}: {
+  label: string
+  value: number
+  icon: ComponentType<{ className?: string }>
+}) {
   return (
     <Card className="flex items-center gap-4 p-4 sm:p-5">
       <div className="rounded-lg bg-brand-50 p-2.5 text-brand-600 dark:bg-brand-500/15 dark:text-brand-400">
@@ -12,7 +20,9 @@ function StatCard({ label, value, icon: Icon }: { label: string; value: number; 
       </div>
       <div>
         <p className="text-sm text-slate-500 dark:text-slate-400">{label}</p>
-        <p className="text-2xl font-semibold text-slate-900 tabular-nums dark:text-white">{formatNumber(value)}</p>
+        <p className="text-2xl font-semibold text-slate-900 tabular-nums dark:text-white">
+          {formatNumber(value)}
+        </p>
       </div>
     </Card>
   )
