@@ -37,7 +37,9 @@ export async function createInferenceNetwork(
   core: CoreApp,
   options: NetworkOptions = {},
 ): Promise<InferenceNetwork> {
-  await recoverAfterRestart(core)
+  // Scaled out (Redis configured), other processes may own the open requests and node sockets, so
+  // a starting process must not fail them; restart recovery is for the single-process default.
+  if (!core.config.redisUrl) await recoverAfterRestart(core)
   const flows = new LinkFlows(
     core.database,
     core.records,
