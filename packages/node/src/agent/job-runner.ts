@@ -3,6 +3,7 @@
  * Runs `job_offer`s on the serving models: accept or reject, stream chunks, finish with token
  * counts and time, or fail. A cancelled job (by `job_cancel` or a dropped socket) sends nothing more.
  */
+import { ChunkBatcher } from './chunk-batcher.ts'
 import type { JobOfferFrame, NodeToServerFrame } from '@meshwork/protocol'
 import { GenerationAbortedError, type LoadedModel } from '../inference/inference-engine.ts'
 
@@ -65,17 +66,16 @@ export class JobRunner {
     send({ type: 'job_accepted', job_id: job.job_id })
     onJobEvent?.({ kind: 'started', jobId: job.job_id, modelId: job.model_id })
     const started = performance.now()
+    const chunks = new ChunkBatcher((text) => {
+      if (!signal.aborted) send({ type: 'job_chunk', job_id: job.job_id, text })
+    })
     try {
       const res = await model.generate(
         { messages: job.prompt.messages, sampling: job.sampling },
-        {
-          signal,
-          onText: (text) => {
-            if (!signal.aborted) send({ type: 'job_chunk', job_id: job.job_id, text })
-          },
-        },
+        { signal, onText: (text) => chunks.push(text) },
       )
       if (signal.aborted) throw new GenerationAbortedError()
+      chunks.flush()
       const processingTimeMs = Math.round(performance.now() - started)
       send({
         type: 'job_done',
@@ -91,6 +91,7 @@ export class JobRunner {
         processingTimeMs,
       })
     } catch (err) {
+      chunks.discard()
       if (signal.aborted || err instanceof GenerationAbortedError) {
         onJobEvent?.({ kind: 'cancelled', jobId: job.job_id })
         return

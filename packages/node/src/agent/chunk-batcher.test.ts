@@ -1,0 +1,30 @@
+import { describe, expect, it } from 'vitest'
+import { ChunkBatcher } from './chunk-batcher.ts'
+
+describe('ChunkBatcher', () => {
+  it('sends the first piece at once and coalesces the rest per interval', async () => {
+    const sent: string[] = []
+    const batcher = new ChunkBatcher((t) => sent.push(t), 30)
+    batcher.push('Once')
+    expect(sent).toEqual(['Once'])
+    batcher.push(' upon')
+    batcher.push(' a')
+    expect(sent).toEqual(['Once'])
+    await new Promise((r) => setTimeout(r, 60))
+    expect(sent).toEqual(['Once', ' upon a'])
+    batcher.push(' time')
+    batcher.flush()
+    expect(sent).toEqual(['Once', ' upon a', ' time'])
+  })
+
+  it('drops pending text when discarded and ignores empty pieces', async () => {
+    const sent: string[] = []
+    const batcher = new ChunkBatcher((t) => sent.push(t), 10)
+    batcher.push('')
+    batcher.push('a')
+    batcher.push('b')
+    batcher.discard()
+    await new Promise((r) => setTimeout(r, 30))
+    expect(sent).toEqual(['a'])
+  })
+})
