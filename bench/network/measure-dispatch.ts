@@ -2,7 +2,7 @@
  * @module Dispatch with many simulated nodes: send -> job_offer at a node, one send at a time and
  * then many in flight, and how many requests per second complete.
  */
-import { api, subscribe, waitFor } from './network-client.ts'
+import { Changes, api, subscribe } from './network-client.ts'
 import type { SimulatedNodes } from './simulated-nodes.ts'
 
 export interface DispatchFigures {
@@ -23,9 +23,11 @@ export async function measureDispatch(
   concurrency: number,
 ): Promise<DispatchFigures> {
   const completed = new Set<string>()
+  const changes = new Changes()
   const stop = await subscribe(url, user.token, 'requests/*', (data) => {
     const { record } = JSON.parse(data) as { record: { id: string; status: string } }
     if (record.status === 'completed') completed.add(record.id)
+    changes.notify()
   })
   // Conversations exist beforehand: only the send is timed.
   const conversations: string[] = []
@@ -47,7 +49,7 @@ export async function measureDispatch(
       user.token,
     )) as { request_id: string }
     const offeredAt = await sims.offered(sent.request_id)
-    await waitFor(() => completed.has(sent.request_id), 10_000)
+    await changes.until(() => completed.has(sent.request_id), 10_000)
     return offeredAt - start
   }
   try {

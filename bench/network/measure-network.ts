@@ -3,7 +3,7 @@
  * watched by a realtime (SSE) subscriber that timestamps every event on arrival.
  */
 import type { GenerationSample } from './measure-direct.ts'
-import { api, subscribe, waitFor } from './network-client.ts'
+import { Changes, api, subscribe } from './network-client.ts'
 
 interface Seen {
   at: number
@@ -15,6 +15,8 @@ export interface NetworkSample extends GenerationSample {
   partials: number
   /** tokens_output / processing_time_ms as the node agent reported them: generation alone. */
   agentTps: number
+  /** CPU time the coordinator process spent from the send to the completed event, ms. */
+  coordinatorCpu: number
   /** Send -> the HTTP answer of the send, ms. */
   answered: number
   /** Send -> the node agent started the job, ms. */
@@ -36,11 +38,15 @@ export async function openNetworkPath(
   temperature: number,
   /** When (performance.now) the node agent last started a job. */
   jobStartedAt: () => number,
+  /** CPU time used so far by the coordinator process, ms. */
+  coordinatorCpu: () => number,
 ): Promise<NetworkPath> {
   const events: Seen[] = []
-  const stop = await subscribe(url, user.token, 'requests/*', (data, at) =>
-    events.push({ at, record: (JSON.parse(data) as { record: Record<string, unknown> }).record }),
-  )
+  const changes = new Changes()
+  const stop = await subscribe(url, user.token, 'requests/*', (data, at) => {
+    events.push({ at, record: (JSON.parse(data) as { record: Record<string, unknown> }).record })
+    changes.notify()
+  })
   return {
     async generate() {
       events.length = 0
@@ -51,6 +57,7 @@ export async function openNetworkPath(
         { title: 'bench', user: user.id },
         user.token,
       )) as { id: string }
+      const cpuBefore = coordinatorCpu()
       const start = performance.now()
       const sent = (await api(
         url,
@@ -60,10 +67,11 @@ export async function openNetworkPath(
       )) as { request_id: string }
       const answered = performance.now() - start
       const mine = () => events.filter((e) => e.record.id === sent.request_id)
-      const done = await waitFor(
+      const done = await changes.until(
         () => mine().find((e) => e.record.status === 'completed' && !e.record.is_partial),
         30_000,
       )
+      const cpu = coordinatorCpu() - cpuBefore
       const seen = mine()
       const first = seen.find((e) => e.record.response)!
       // The whole text arrives as the last partial event, just before the completed record.
@@ -76,6 +84,7 @@ export async function openNetworkPath(
         tokensInput: Number(done.record.tokens_input),
         tokensOutput,
         agentTps: tokensOutput / (Number(done.record.processing_time_ms) / 1000),
+        coordinatorCpu: cpu,
         answered,
         started: jobStartedAt() - start,
         firstEvent: seen[0].at - start,

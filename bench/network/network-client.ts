@@ -53,16 +53,52 @@ export async function linkNode(
   return { nodeId: answer.node_id, credential: answer.credential }
 }
 
+export class BenchTimeoutError extends Error {
+  name = 'BenchTimeoutError'
+}
+
+/** Polls `check` every `everyMs` (HTTP polls: keep it coarse, the coordinator shares the cores). */
 export async function waitFor<T>(
   check: () => T | undefined | null | false | Promise<T | undefined | null | false>,
   timeoutMs: number,
+  everyMs = 50,
 ): Promise<T> {
   const end = Date.now() + timeoutMs
   for (;;) {
     const value = await check()
     if (value) return value
-    if (Date.now() > end) throw new Error('Timed out')
-    await new Promise((r) => setTimeout(r, 2))
+    if (Date.now() > end) throw new BenchTimeoutError('Timed out')
+    await new Promise((r) => setTimeout(r, everyMs))
+  }
+}
+
+/**
+ * Waits on in-memory state that changes when events arrive: `notify()` re-checks every waiter,
+ * so measured paths are timed on arrival without timers polling in the agent's process.
+ */
+export class Changes {
+  private waiters = new Set<() => void>()
+
+  notify(): void {
+    for (const w of [...this.waiters]) w()
+  }
+
+  until<T>(check: () => T | undefined | null | false, timeoutMs: number): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.waiters.delete(test)
+        reject(new BenchTimeoutError('Timed out'))
+      }, timeoutMs)
+      const test = () => {
+        const value = check()
+        if (!value) return
+        clearTimeout(timer)
+        this.waiters.delete(test)
+        resolve(value)
+      }
+      this.waiters.add(test)
+      test()
+    })
   }
 }
 

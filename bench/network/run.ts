@@ -12,7 +12,7 @@
  * Direct and network generations alternate, so machine noise hits both alike.
  * Run: npm run bench:network   (env: RUNS=10, DISPATCHES=200, SIM_NODES=50, CONCURRENCY=16)
  */
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -92,6 +92,7 @@ try {
     prompt,
     sampling.temperature,
     () => jobStartedAt,
+    () => processCpuMs(coordinator.child.pid!),
   )
   const d: GenerationSample[] = []
   const n: NetworkSample[] = []
@@ -129,6 +130,12 @@ try {
   console.log(
     `inside the node agent:   ${agentTps.toFixed(0)} tokens/s (tokens_output / processing_time_ms)`,
   )
+  const cpu = median(n.map((x) => x.coordinatorCpu))
+  const wall = median(n.map((x) => (x.tokensOutput / x.tps) * 1000))
+  console.log(
+    `coordinator CPU:         ${cpu.toFixed(0)} ms per answer of ${wall.toFixed(0)} ms ` +
+      `(${((cpu / wall) * 100).toFixed(0)} % of a core)`,
+  )
   console.log(
     `partial events per answer: ${median(n.map((x) => x.partials))} (coalesced, one per 50 ms)`,
   )
@@ -159,3 +166,14 @@ try {
   rmSync(home, { recursive: true, force: true })
 }
 process.exit(0)
+
+/** user + system CPU time of a process, ms, from /proc (Linux); NaN elsewhere. */
+function processCpuMs(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
+    // utime and stime are fields 14 and 15 of stat, in clock ticks (100 per second on Linux).
+    return (Number(fields[11]) + Number(fields[12])) * 10
+  } catch {
+    return NaN
+  }
+}

@@ -9,7 +9,7 @@ import {
   nodeAuthorizationHeader,
   type ServerToNodeFrame,
 } from '@meshwork/protocol'
-import { api, linkNode, waitFor } from './network-client.ts'
+import { Changes, api, linkNode, waitFor } from './network-client.ts'
 
 export interface SimulatedNodes {
   /** When (performance.now) the offer for this request reached a node. */
@@ -24,6 +24,7 @@ export async function startSimulatedNodes(
   count: number,
 ): Promise<SimulatedNodes> {
   const offers = new Map<string, number>()
+  const changes = new Changes()
   const sockets: WebSocket[] = []
   for (let i = 0; i < count; i++) {
     const { nodeId, credential } = await linkNode(url, token, `sim ${i}`)
@@ -48,6 +49,7 @@ export async function startSimulatedNodes(
         }
       } else if (frame.type === 'job_offer') {
         offers.set(frame.request_id, at)
+        changes.notify()
         send({ type: 'job_accepted', job_id: frame.job_id })
         send({ type: 'job_chunk', job_id: frame.job_id, text: 'ok' })
         send({
@@ -95,7 +97,7 @@ export async function startSimulatedNodes(
     return list.node_count >= count
   }, 30_000)
   return {
-    offered: (requestId) => waitFor(() => offers.get(requestId), 10_000),
+    offered: (requestId) => changes.until(() => offers.get(requestId), 10_000),
     async stop() {
       for (const ws of sockets) ws.terminate()
     },
