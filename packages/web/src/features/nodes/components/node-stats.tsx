@@ -15,7 +15,7 @@ function StatCard({
 }) {
   return (
     <Card className="flex items-center gap-4 p-4 sm:p-5">
-      <div className="rounded-lg bg-brand-50 p-2.5 text-brand-600 dark:bg-brand-500/15 dark:text-brand-400">
+      <div className="hidden rounded-lg bg-brand-50 p-2.5 text-brand-600 sm:block dark:bg-brand-500/15 dark:text-brand-400">
         <Icon className="h-5 w-5" />
       </div>
       <div>
