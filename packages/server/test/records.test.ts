@@ -87,6 +87,28 @@ describe.each(dialects)('records API [%s]', (dialect) => {
     }
   })
 
+  it('answers unknown or malformed expand and fields with 400 before acting', async () => {
+    const conv = await pb.collection('conversations').create({ model: modelId, title: 'probe' })
+    for (const [query, message] of [
+      ['expand=nosuch', 'Invalid expand: "nosuch" is not a relation of conversations.'],
+      ['expand=model.nosuch', 'Invalid expand: "model.nosuch" is not a relation of models.'],
+      ['expand=title', 'Invalid expand: "title" is not a relation of conversations.'],
+      ['fields=id,nosuch', 'Invalid fields: unknown field "nosuch".'],
+      ['fields=id,..', 'Invalid fields: ".." is not a field path.'],
+    ]) {
+      const res = await fetch(`${server.url}/api/collections/conversations/records/${conv.id}?${query}`, { headers: { Authorization: pb.authStore.token } })
+      expect(res.status, query).toBe(400)
+      expect((await res.json()).message, query).toBe(message)
+    }
+    const before = (await pb.collection('conversations').getFullList()).length
+    const res = await fetch(`${server.url}/api/collections/conversations/records?fields=bogus`, { method: 'POST', body: JSON.stringify({ model: modelId }), headers: { Authorization: pb.authStore.token, 'Content-Type': 'application/json' } })
+    expect(res.status).toBe(400)
+    expect((await pb.collection('conversations').getFullList()).length).toBe(before)
+    // back-relations and the wildcard are fine
+    const ok = await pb.collection('conversations').getOne(conv.id, { expand: 'requests_via_conversation', fields: '*,expand' })
+    expect(ok.expand?.requests_via_conversation).toEqual([])
+  })
+
   it('forbids @request in client filters (403) and reports unknown collections (404)', async () => {
     const err = await pb.collection('conversations').getList(1, 1, { filter: 'user = @request.auth.id' }).catch((e) => e)
     expect(err.status).toBe(403)

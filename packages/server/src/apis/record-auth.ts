@@ -6,12 +6,13 @@ import type { CoreApp } from '../core/app.ts'
 import { requireCollection } from '../core/collections/registry.ts'
 import { ApiError } from '../tools/api-error.ts'
 import { callerOf, clientAddress } from './caller.ts'
-import { respond } from './record-crud.ts'
+import { checkFields, respond } from './record-crud.ts'
 import { readBody } from './request-body.ts'
 
 export function bindRecordAuth(app: Hono, core: CoreApp) {
   app.post('/api/collections/:collection/auth-with-password', async (c) => {
     requireAuthCollection(c.req.param('collection'))
+    checkFields(c)
     const body = await readBody(c)
     const result = await core.auth.loginWithPassword(body.identity, body.password, clientAddress(c))
     return respond(c, result)

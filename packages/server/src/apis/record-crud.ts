@@ -4,7 +4,8 @@
 import type { Context, Hono } from 'hono'
 import type { CoreApp } from '../core/app.ts'
 import { requireCollection } from '../core/collections/registry.ts'
-import { parseFields, pickFields } from '../core/records/fields-picker.ts'
+import { FieldsError, parseFields, pickFields, topLevelKeys } from '../core/records/fields-picker.ts'
+import type { CollectionDef } from '../core/collections/collection-def.ts'
 import { badRequest } from '../tools/api-error.ts'
 import { callerOf } from './caller.ts'
 import { readBody } from './request-body.ts'
@@ -14,6 +15,7 @@ export function bindRecordCrud(app: Hono, core: CoreApp) {
 
   app.get(base, async (c) => {
     const collection = requireCollection(c.req.param('collection'))
+    checkFields(c, collection)
     const caller = await callerOf(c, core.auth)
     const q = c.req.query()
     const result = await core.records.list(
@@ -33,12 +35,14 @@ export function bindRecordCrud(app: Hono, core: CoreApp) {
 
   app.get(`${base}/:id`, async (c) => {
     const collection = requireCollection(c.req.param('collection'))
+    checkFields(c, collection)
     const caller = await callerOf(c, core.auth)
     return respond(c, await core.records.view(caller, collection, c.req.param('id'), c.req.query('expand')))
   })
 
   app.post(base, async (c) => {
     const collection = requireCollection(c.req.param('collection'))
+    checkFields(c, collection)
     const caller = await callerOf(c, core.auth)
     const body = await readBody(c)
     return respond(c, await core.records.create(caller, collection, body, c.req.query('expand')))
@@ -46,6 +50,7 @@ export function bindRecordCrud(app: Hono, core: CoreApp) {
 
   app.patch(`${base}/:id`, async (c) => {
     const collection = requireCollection(c.req.param('collection'))
+    checkFields(c, collection)
     const caller = await callerOf(c, core.auth)
     const body = await readBody(c)
     return respond(c, await core.records.update(caller, collection, c.req.param('id'), body, c.req.query('expand')))
@@ -59,10 +64,30 @@ export function bindRecordCrud(app: Hono, core: CoreApp) {
   })
 }
 
+/** A malformed `fields` parameter, or (for records) one naming keys a record does not have, is a
+ * 400 before anything runs. */
+export function checkFields(c: Context, collection?: CollectionDef) {
+  const fields = c.req.query('fields')
+  if (!fields) return null
+  let pick: ReturnType<typeof parseFields>
+  try {
+    pick = parseFields(fields)
+  } catch (err) {
+    if (err instanceof FieldsError) throw badRequest(err.message)
+    throw err
+  }
+  if (pick && collection) {
+    const known = new Set(['*', 'id', 'collectionId', 'collectionName', 'expand'])
+    for (const f of collection.fields) if (!f.hidden) known.add(f.name)
+    const unknown = topLevelKeys(pick).find((key) => !known.has(key))
+    if (unknown) throw badRequest(`Invalid fields: unknown field "${unknown}".`)
+  }
+  return pick
+}
+
 /** JSON response with the `fields` parameter applied (2xx only, as PocketBase does). */
 export function respond(c: Context, data: unknown) {
-  const fields = c.req.query('fields')
-  const pick = fields ? parseFields(fields) : null
+  const pick = checkFields(c)
   if (!pick) return c.json(data)
   if (data && typeof data === 'object' && 'items' in data && Array.isArray((data as { items: unknown[] }).items)) {
     const list = data as { items: unknown[] }

@@ -1,11 +1,11 @@
 /**
  * @module PocketBase's `expand`: relation fields become objects (back-relations `x_via_y` arrays),
- * nested up to 6 levels, each related record checked against its collection's view rule. Invalid
- * paths are ignored, as PocketBase does.
+ * nested up to 6 levels, each related record checked against its collection's view rule. Unlike
+ * PocketBase, which ignores them, a path that names no relation is a 400, so typos surface.
  */
 import { sql } from 'kysely'
 import type { Database } from '../../db/database.ts'
-import { ApiError } from '../../tools/api-error.ts'
+import { ApiError, badRequest } from '../../tools/api-error.ts'
 import type { CollectionDef } from '../collections/collection-def.ts'
 import { findCollection, findField } from '../collections/registry.ts'
 import type { Caller } from './caller.ts'
@@ -26,6 +26,26 @@ export function parseExpand(text: string): ExpandTree {
     }
   }
   return root
+}
+
+/** Throws a 400 for a path that does not name a relation (or back-relation) at each step. */
+export function validateExpand(collection: CollectionDef, tree: ExpandTree, prefix = ''): void {
+  for (const [key, subtree] of tree) {
+    const path = prefix ? `${prefix}.${key}` : key
+    const target = relationTarget(collection, key)
+    if (!target) throw badRequest(`Invalid expand: "${path}" is not a relation of ${collection.name}.`)
+    validateExpand(target, subtree, path)
+  }
+}
+
+function relationTarget(collection: CollectionDef, key: string): CollectionDef | undefined {
+  const field = findField(collection, key)
+  if (field?.type === 'relation' && field.collection && !field.hidden) return findCollection(field.collection)
+  const via = /^(\w+)_via_(\w+)$/.exec(key)
+  if (!via) return undefined
+  const target = findCollection(via[1])
+  const backField = target && findField(target, via[2])
+  return backField?.type === 'relation' && backField.collection === collection.name ? target : undefined
 }
 
 export async function expandRecords(

@@ -8,6 +8,11 @@ interface Pick {
   excerpt?: { max: number; ellipsis: boolean }
 }
 
+export class FieldsError extends Error {}
+
+const segmentPattern = /^(\*|[A-Za-z_][A-Za-z0-9_]*)$/
+
+/** Parses the parameter; throws FieldsError on malformed paths. */
 export function parseFields(text: string): Pick | null {
   const root: Pick = { children: new Map() }
   const parts = text.split(',').map((p) => p.trim()).filter(Boolean)
@@ -22,6 +27,7 @@ export function parseFields(text: string): Pick | null {
     }
     let node = root
     for (const key of path.split('.')) {
+      if (!segmentPattern.test(key)) throw new FieldsError(`Invalid fields: "${part}" is not a field path.`)
       let next = node.children.get(key)
       if (!next) {
         next = { children: new Map() }
@@ -58,4 +64,9 @@ function excerpt(html: string, max: number, ellipsis: boolean): string {
   const text = html.replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' ').trim()
   if (text.length <= max) return text
   return text.slice(0, max).trimEnd() + (ellipsis ? '...' : '')
+}
+
+/** The top-level keys a fields parameter names (for checking them against a record's keys). */
+export function topLevelKeys(pick: Pick): string[] {
+  return [...pick.children.keys()]
 }

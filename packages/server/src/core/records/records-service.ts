@@ -5,7 +5,7 @@
 import type { Database } from '../../db/database.ts'
 import type { CollectionDef } from '../collections/collection-def.ts'
 import type { Caller } from './caller.ts'
-import { expandRecords, parseExpand } from './expand.ts'
+import { expandRecords, parseExpand, validateExpand } from './expand.ts'
 import type { RecordEvents } from './record-events.ts'
 import type { RecordHooks } from './record-hooks.ts'
 import { fetchVisible, listRecords, toJson, viewRecord, type ListQuery, type ListResult } from './records-read.ts'
@@ -28,6 +28,9 @@ export function createRecordsService(database: Database, events: RecordEvents, h
     if (expand && expand.trim()) await expandRecords(database, caller, collection, items, parseExpand(expand))
     return items
   }
+  const checkExpand = (collection: CollectionDef, expand?: string) => {
+    if (expand && expand.trim()) validateExpand(collection, parseExpand(expand))
+  }
   const present = async (caller: Caller, collection: CollectionDef, row: Row, expand?: string) => {
     // An empty rule: no access filter, just the owner flag for private fields.
     const [fresh] = await fetchVisible(database, caller, collection, [row.id as string], '')
@@ -37,19 +40,23 @@ export function createRecordsService(database: Database, events: RecordEvents, h
   }
   return {
     async list(caller, collection, query, expand) {
+      checkExpand(collection, expand)
       const result = await listRecords(database, caller, collection, query)
       await withExpand(caller, collection, result.items, expand)
       return result
     },
     async view(caller, collection, id, expand) {
+      checkExpand(collection, expand)
       const record = await viewRecord(database, caller, collection, id)
       return (await withExpand(caller, collection, [record], expand))[0]
     },
     async create(caller, collection, body, expand) {
+      checkExpand(collection, expand)
       const row = await createRecord(deps, caller, collection, body)
       return (await present(caller, collection, row, expand)) ?? toJson(collection, caller, row)
     },
     async update(caller, collection, id, body, expand) {
+      checkExpand(collection, expand)
       const row = await updateRecord(deps, caller, collection, id, body)
       return (await present(caller, collection, row, expand)) ?? toJson(collection, caller, row)
     },
