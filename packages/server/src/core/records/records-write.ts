@@ -2,7 +2,6 @@
  * @module Writing records through the API: create, update and delete with PocketBase's rule
  * semantics (create: 400, update/delete: 404), validation, cascades, and events after commit.
  */
-import { sql } from 'kysely'
 import type { Database, Db } from '../../db/database.ts'
 import { ApiError, forbidden, notFound, validationError } from '../../tools/api-error.ts'
 import { nowDate } from '../../tools/dates.ts'
