@@ -5,11 +5,21 @@
 import { Changes, api, subscribe } from './network-client.ts'
 import type { SimulatedNodes } from './simulated-nodes.ts'
 
+/** Each in ms from the start of one send. */
+export interface DispatchSample {
+  /** The send's HTTP answer. */
+  answered: number
+  /** The job_offer reaching a node. */
+  offered: number
+  /** The completed event reaching the subscriber. */
+  completed: number
+}
+
 export interface DispatchFigures {
-  /** Send -> offer at a node, ms, one send at a time. */
-  sequential: number[]
-  /** Send -> offer at a node, ms, with `concurrency` sends in flight. */
-  concurrent: number[]
+  /** One send at a time. */
+  sequential: DispatchSample[]
+  /** With `concurrency` sends in flight. */
+  concurrent: DispatchSample[]
   /** Completed requests per second with `concurrency` sends in flight. */
   requestsPerSecond: number
 }
@@ -40,7 +50,7 @@ export async function measureDispatch(
     )) as { id: string }
     conversations.push(c.id)
   }
-  const sendOne = async (conversation: string) => {
+  const sendOne = async (conversation: string): Promise<DispatchSample> => {
     const start = performance.now()
     const sent = (await api(
       url,
@@ -48,15 +58,16 @@ export async function measureDispatch(
       { conversation_id: conversation, model_id: modelId, prompt: 'hi', temperature: 0 },
       user.token,
     )) as { request_id: string }
-    const offeredAt = await sims.offered(sent.request_id)
+    const answered = performance.now() - start
+    const offered = (await sims.offered(sent.request_id)) - start
     await changes.until(() => completed.has(sent.request_id), 10_000)
-    return offeredAt - start
+    return { answered, offered, completed: performance.now() - start }
   }
   try {
-    const sequential: number[] = []
+    const sequential: DispatchSample[] = []
     for (let i = 0; i < sends; i++) sequential.push(await sendOne(conversations[i]))
 
-    const concurrent: number[] = []
+    const concurrent: DispatchSample[] = []
     const queue = conversations.slice(sends)
     const start = performance.now()
     await Promise.all(

@@ -19,7 +19,7 @@ import { fileURLToPath } from 'node:url'
 import { startAgent } from '@meshwork/node'
 import type { Sampling } from '@meshwork/protocol'
 import { median, percentile, startCoordinator } from '../lib/coordinator-process.ts'
-import { measureDispatch } from './measure-dispatch.ts'
+import { measureDispatch, type DispatchSample } from './measure-dispatch.ts'
 import { openDirectEngine, type GenerationSample } from './measure-direct.ts'
 import { openNetworkPath, type NetworkSample } from './measure-network.ts'
 import { api, linkNode, signUp, waitFor } from './network-client.ts'
@@ -156,10 +156,19 @@ try {
   console.log(
     `added first token:       p50 ${added50.toFixed(1)} ms (goal <= 20 ms), p99 ${added99.toFixed(1)} ms`,
   )
+  const phase = (label: string, xs: DispatchSample[]) => {
+    const k = (key: keyof DispatchSample) => xs.map((x) => x[key])
+    console.log(
+      `dispatch, ${simNodes} nodes, ${label}: job_offer p50 ${p(k('offered'), 50)} ms p99 ` +
+        `${p(k('offered'), 99)} ms (send answered p50 ${p(k('answered'), 50)} ms p99 ` +
+        `${p(k('answered'), 99)} ms; completed p50 ${p(k('completed'), 50)} ms)`,
+    )
+  }
+  phase('one at a time', dispatch.sequential)
+  phase(`${concurrency} in flight`, dispatch.concurrent)
   console.log(
-    `dispatch, ${simNodes} nodes:      one at a time p50 ${p(dispatch.sequential, 50)} ms p99 ${p(dispatch.sequential, 99)} ms; ` +
-      `${concurrency} in flight p50 ${p(dispatch.concurrent, 50)} ms p99 ${p(dispatch.concurrent, 99)} ms, ` +
-      `${dispatch.requestsPerSecond.toFixed(0)} requests/s completed (${dispatches} sends each)`,
+    `completed with ${concurrency} in flight: ${dispatch.requestsPerSecond.toFixed(0)} requests/s ` +
+      `(${dispatches} sends per phase)`,
   )
 } finally {
   await coordinator.stop()
