@@ -156,6 +156,15 @@ try {
   console.log(
     `added first token:       p50 ${added50.toFixed(1)} ms (goal <= 20 ms), p99 ${added99.toFixed(1)} ms`,
   )
+  // Where the extra time of a whole answer goes: the first token, then the rest of the stream.
+  const answerMs = (xs: GenerationSample[]) =>
+    median(xs.map((x) => (x.tokensOutput / x.tps) * 1000))
+  const extra = answerMs(n) - answerMs(d)
+  console.log(
+    `extra time per answer:   ${extra.toFixed(1)} ms of ${answerMs(d).toFixed(1)} ms ` +
+      `(first token ${added50.toFixed(1)} ms, the rest ${(extra - added50).toFixed(1)} ms); ` +
+      `a 0.95 ratio allows ${(answerMs(d) / 0.95 - answerMs(d)).toFixed(1)} ms`,
+  )
   const phase = (label: string, xs: DispatchSample[]) => {
     const k = (key: keyof DispatchSample) => xs.map((x) => x[key])
     console.log(
