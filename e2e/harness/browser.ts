@@ -4,7 +4,7 @@
 import { mkdirSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { join } from 'node:path'
-import { chromium, type Browser, type Page } from 'playwright-core'
+import { chromium, type Browser, type Locator, type Page } from 'playwright-core'
 import { repoRoot } from './web-build.ts'
 
 export const CHROMIUM_PATH = '/usr/bin/chromium'
@@ -24,11 +24,12 @@ export function launchBrowser(): Promise<Browser> {
   })
 }
 
-/** Saves e2e/screenshots/<name>.png (the CI artifact folder). */
-export async function screenshot(page: Page, name: string): Promise<void> {
+/** Saves e2e/screenshots/<name>.png (the CI artifact folder): the viewport, or one element. */
+export async function screenshot(page: Page, name: string, element?: Locator): Promise<void> {
   mkdirSync(screenshotDir, { recursive: true })
-  const file = name.replace(/[^a-z0-9-]+/gi, '-').toLowerCase()
-  await page.screenshot({ path: join(screenshotDir, `${file}.png`), fullPage: false })
+  const path = join(screenshotDir, `${name.replace(/[^a-z0-9-]+/gi, '-').toLowerCase()}.png`)
+  if (element) await element.screenshot({ path })
+  else await page.screenshot({ path })
 }
 
 const axePath = createRequire(import.meta.url).resolve('axe-core/axe.min.js')

@@ -196,8 +196,8 @@ describe('with a real node', () => {
     await panel.locator('path.recharts-rectangle').first().waitFor({ timeout: 15_000 })
     expect(await panel.locator('path.recharts-rectangle').count()).toBeGreaterThan(0)
     await page.getByRole('cell', { name: /E2E Box/ }).first().waitFor()
-    await page.getByText('Network Metrics (Last 24 Hours)').scrollIntoViewIfNeeded()
-    await screenshot(page, 'network-requests-chart')
+    const metrics = panel.locator('..')
+    await screenshot(page, 'network-requests-chart', metrics)
     await page.getByRole('tab', { name: 'Performance Metrics' }).click()
     // One curve per series; a bucket with completed requests gives each a drawn point.
     const curves = panel.locator('path.recharts-line-curve')
@@ -206,11 +206,11 @@ describe('with a real node', () => {
     for (const d of await curves.evaluateAll((paths) => paths.map((p) => p.getAttribute('d') ?? ''))) {
       expect(d).toMatch(/^M\d/)
     }
-    await screenshot(page, 'network-performance-chart')
+    await screenshot(page, 'network-performance-chart', metrics)
     await page.getByRole('tab', { name: 'Job Queue' }).click()
     await panel.locator('.recharts-legend-item', { hasText: 'Acknowledged Jobs' }).waitFor()
     await panel.locator('path.recharts-rectangle').first().waitFor()
-    await screenshot(page, 'network-job-queue-chart')
+    await screenshot(page, 'network-job-queue-chart', metrics)
   })
 
   it('renames and deletes a conversation', async () => {
