@@ -103,6 +103,20 @@ describe.each(dialects)('access rules [%s]', (dialect) => {
     expect(renamed).toMatchObject({ device_name: 'alice-laptop', status: 'online', total_requests: 0, user: aliceId })
   })
 
+  it('nodes: activation requires at least one serving model', async () => {
+    await createAsServer(server, 'nodes', { user: aliceId, device_name: 'idle-box', is_active: false }).then(async (idle) => {
+      const err = await alice.collection('nodes').update(idle.id as string, { is_active: true }).catch((e) => e)
+      expect(err.status).toBe(400)
+      expect(err.response.data.is_active.message).toBe('Node activation requires at least one serving model.')
+      const nm = await alice.collection('node_models').create({ node: idle.id, model, requested_download: true })
+      await server.core.database.db.updateTable('node_models').set({ is_serving: 1 }).where('id', '=', nm.id).execute()
+      expect((await alice.collection('nodes').update(idle.id as string, { is_active: true })).is_active).toBe(true)
+      // switching off is always allowed
+      expect((await alice.collection('nodes').update(idle.id as string, { is_active: false })).is_active).toBe(false)
+      await alice.collection('nodes').delete(idle.id as string)
+    })
+  })
+
   it('node_models: owner manages; others see only serving entries and never the private columns', async () => {
     expect(await bob.collection('node_models').getFullList()).toEqual([])
     expect(await statusOf(bob.collection('node_models').getOne(aliceNodeModel))).toBe(404)

@@ -50,6 +50,19 @@ export async function createCore(config: Config): Promise<CoreApp> {
     })
   })
 
+  // Spec: a node cannot be switched on unless at least one of its models is serving.
+  hooks.onClientUpdate('nodes', async (db, existing, values): Promise<Record<string, { code: string; message: string }>> => {
+    if (values.is_active !== 1 || Number(existing.is_active) === 1) return {}
+    const serving = await db
+      .selectFrom('node_models')
+      .select('id')
+      .where('node', '=', existing.id as string)
+      .where('is_serving', '=', 1)
+      .executeTakeFirst()
+    if (serving) return {}
+    return { is_active: { code: 'validation_no_serving_model', message: 'Node activation requires at least one serving model.' } }
+  })
+
   return {
     config,
     database,

@@ -5,9 +5,25 @@ import type { Row } from './serialize.ts'
 /** Runs inside the write's database transaction: a failure rolls the whole write back. */
 export type TxHook = (trx: Db, collection: CollectionDef, row: Row) => Promise<void>
 
+/** Checks a client's update before it is written; returns field errors (empty when fine). */
+export type UpdateCheck = (db: Db, existing: Row, values: Row) => Promise<Record<string, { code: string; message: string }>>
+
 /** Extension points for other core modules (the ledger gives new users their credits here). */
 export class RecordHooks {
   private afterCreate = new Map<string, TxHook[]>()
+  private updateChecks = new Map<string, UpdateCheck[]>()
+
+  onClientUpdate(collectionName: string, check: UpdateCheck): void {
+    const list = this.updateChecks.get(collectionName) ?? []
+    list.push(check)
+    this.updateChecks.set(collectionName, list)
+  }
+
+  async checkClientUpdate(db: Db, collection: CollectionDef, existing: Row, values: Row) {
+    const errors: Record<string, { code: string; message: string }> = {}
+    for (const check of this.updateChecks.get(collection.name) ?? []) Object.assign(errors, await check(db, existing, values))
+    return errors
+  }
 
   onAfterCreate(collectionName: string, hook: TxHook): void {
     const list = this.afterCreate.get(collectionName) ?? []

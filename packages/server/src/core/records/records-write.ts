@@ -91,6 +91,7 @@ export async function updateRecord(
   for (const f of collection.fields) if (f.type === 'autodate' && f.onUpdate) values[f.name] = row[f.name] = nowDate()
   const errors = { ...missingRequired(collection, row), ...cast.errors }
   Object.assign(errors, await relationErrors(deps.database.db, collection, values))
+  if (!caller.superuser) Object.assign(errors, await deps.hooks.checkClientUpdate(deps.database.db, collection, existing, values))
   if (Object.keys(errors).length) throw validationError(updateFailed, errors)
   await deps.database.db
     .updateTable(collection.name)
