@@ -1,0 +1,194 @@
+/**
+ * bench/web: what a browser pays for the web app, measured with Debian's Chromium against a real
+ * coordinator serving a fresh production build.
+ * - first-visit JavaScript of /login (signed out) and /chat (signed in): every script response of
+ *   a cold page load, each body gzipped with zlib (level 9), summed. Goal: <= 200 KB gzipped.
+ * - /chat render time with a long conversation: 200 completed requests seeded server-side; from
+ *   navigation start to the last message the screen loads being in the DOM; median of 5 cold loads.
+ * Figures are printed and written to docs/performance.md under '## Web'.
+ * Run: npm run bench:web   (env: RUNS=5, SEED=200)
+ */
+import { execFileSync } from 'node:child_process'
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { gzipSync } from 'node:zlib'
+import type { Browser, BrowserContext } from 'playwright-core'
+import { launchBrowser } from '../../e2e/harness/browser.ts'
+import {
+  api,
+  createUser,
+  seedConversation,
+  startCoordinator,
+  type Coordinator,
+  type TestUser,
+} from '../../e2e/harness/coordinator.ts'
+import { repoRoot } from '../../e2e/harness/web-build.ts'
+import { median } from '../lib/coordinator-process.ts'
+
+const runs = Number(process.env.RUNS ?? 5)
+const seed = Number(process.env.SEED ?? 200)
+const GOAL_BYTES = 200 * 1024
+
+interface ScriptLoad {
+  url: string
+  bytes: number
+  gzipBytes: number
+}
+
+/** A fresh context (empty cache); signed in from the very first script when a user is given. */
+async function coldContext(browser: Browser, user?: TestUser): Promise<BrowserContext> {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } })
+  if (user) {
+    await context.addInitScript(
+      ([token, record]) => localStorage.setItem('pocketbase_auth', JSON.stringify({ token, record })),
+      [user.token, user.record] as const,
+    )
+  }
+  return context
+}
+
+async function firstVisitScripts(
+  browser: Browser,
+  server: Coordinator,
+  path: string,
+  ready: string,
+  user?: TestUser,
+): Promise<ScriptLoad[]> {
+  const context = await coldContext(browser, user)
+  const page = await context.newPage()
+  const loads: Promise<ScriptLoad>[] = []
+  page.on('response', (res) => {
+    if (res.request().resourceType() !== 'script') return
+    loads.push(
+      res.body().then((body) => ({ url: new URL(res.url()).pathname, bytes: body.length, gzipBytes: gzipSync(body, { level: 9 }).length })),
+    )
+  })
+  await page.goto(`${server.url}${path}`)
+  await page.getByText(ready).first().waitFor()
+  await page.waitForLoadState('networkidle')
+  const scripts = await Promise.all(loads)
+  await context.close()
+  return scripts
+}
+
+async function renderTimes(browser: Browser, server: Coordinator, user: TestUser, conversationId: string) {
+  // The screen loads the conversation's history page (spec: 50 items); its last item is the target.
+  const history = await api<{ items: Array<{ prompt: string }> }>(
+    server,
+    'GET',
+    `/api/collections/requests/records?page=1&perPage=50&sort=created&filter=${encodeURIComponent(`conversation = "${conversationId}"`)}`,
+    undefined,
+    user.token,
+  )
+  const shown = history.items.length
+  const marker = `Reply number ${/\d+/.exec(history.items.at(-1)!.prompt)![0]}:`
+  const times: number[] = []
+  for (let i = 0; i < runs + 1; i++) {
+    const context = await coldContext(browser, user)
+    const page = await context.newPage()
+    await page.goto(`${server.url}/chat?c=${conversationId}`, { waitUntil: 'commit' })
+    const handle = await page.waitForFunction(
+      (m) => (document.querySelector('[role="log"]')?.textContent?.includes(m) ? performance.now() : false),
+      marker,
+      { polling: 'raf', timeout: 30_000 },
+    )
+    const ms = (await handle.jsonValue()) as number
+    const bubbles = await page.locator('[role="log"] .justify-end').count()
+    if (bubbles !== shown) throw new Error(`expected ${shown} user messages on screen, found ${bubbles}`)
+    await context.close()
+    if (i > 0) times.push(ms) // the first load warms the coordinator's caches, not the browser's
+  }
+  return { shown, times }
+}
+
+function kb(bytes: number): string {
+  return `${(bytes / 1024).toFixed(1)} KB`
+}
+
+function writeDocs(section: string) {
+  const file = join(repoRoot, 'docs/performance.md')
+  const current = existsSync(file) ? readFileSync(file, 'utf8') : '# Performance\n'
+  const start = current.search(/^## Web$/m)
+  let next: string
+  if (start === -1) {
+    next = `${current.trimEnd()}\n\n${section}`
+  } else {
+    const rest = current.slice(start + 1)
+    const endRel = rest.search(/^## /m)
+    const end = endRel === -1 ? current.length : start + 1 + endRel
+    next = `${current.slice(0, start)}${section}${end < current.length ? `\n${current.slice(end)}` : ''}`
+  }
+  writeFileSync(file, `${next.trimEnd()}\n`)
+}
+
+async function main() {
+  execFileSync('npm', ['run', 'build', '-w', '@meshwork/web'], { cwd: repoRoot, stdio: ['ignore', 'ignore', 'inherit'] })
+  const server = await startCoordinator()
+  const browser = await launchBrowser()
+  try {
+    const user = await createUser(server, 'bench')
+    const login = await firstVisitScripts(browser, server, '/login', 'Sign in to your account')
+    const chat = await firstVisitScripts(browser, server, '/chat', 'Conversations', user)
+    const conversationId = await seedConversation(server, user, seed, 'Long Conversation')
+    // Markdown is split from the first load; a conversation with replies pulls it in on demand.
+    const chatOpen = await firstVisitScripts(browser, server, `/chat?c=${conversationId}`, 'Reply number 1:', user)
+    const { shown, times } = await renderTimes(browser, server, user, conversationId)
+
+    const sum = (l: ScriptLoad[], k: 'bytes' | 'gzipBytes') => l.reduce((s, x) => s + x[k], 0)
+    const rows = [
+      ['/login', login],
+      ['/chat', chat],
+      ['/chat with a conversation open', chatOpen],
+    ] as const
+    const lines: string[] = []
+    for (const [path, loads] of rows) {
+      const gz = sum(loads, 'gzipBytes')
+      // The goal is the first load; the markdown renderer is split from it on purpose.
+      const goal = loads === chatOpen ? 'markdown on demand; no goal' : '<= 200 KB gzipped'
+      const verdict = loads === chatOpen ? '' : gz <= GOAL_BYTES ? 'met' : 'MISSED'
+      lines.push(
+        `| first-visit JavaScript, ${path} | ${kb(gz)} gzipped (${kb(sum(loads, 'bytes'))} raw, ${loads.length} files) | ${goal} | ${verdict} |`,
+      )
+    }
+    const sorted = [...times].sort((a, b) => a - b)
+    lines.push(
+      `| /chat render, ${seed} requests seeded (${shown} loaded: ${shown * 2} messages), median of ${runs} | ${median(times).toFixed(0)} ms (min ${sorted[0].toFixed(0)}, max ${sorted.at(-1)!.toFixed(0)}) | | |`,
+    )
+    const table = ['| figure | value | goal | |', '| --- | --- | --- | --- |', ...lines].join('\n')
+    const files = rows
+      .map(([path, loads]) => `- ${path}: ${loads.map((l) => `\`${l.url}\` ${kb(l.gzipBytes)}`).join(', ')}`)
+      .join('\n')
+    const section = `## Web
+
+\`npm run bench:web\` (env \`RUNS=5\`, \`SEED=200\`), source in \`bench/web/\`. It builds the web app
+(\`npm run build -w @meshwork/web\`), starts a coordinator in-process on a fresh SQLite directory serving
+that build, and drives Debian's Chromium (headless, playwright-core), each load in a fresh browser
+context so nothing is cached.
+
+- **first-visit JavaScript**: every \`script\` response of a cold load of the page (signed out for
+  /login, signed in for /chat with an empty account, and for /chat with a conversation of replies
+  open, which loads the markdown renderer on demand), each body gzipped with zlib level 9, summed.
+- **/chat render**: a conversation seeded server-side with ${seed} completed requests; time from
+  navigation start (\`performance.now()\` in the page) to the text of the last message the screen
+  loads being in the DOM, checked every animation frame. The screen loads the conversation's
+  history page of 50 items (spec section 9), so ${shown} requests (${shown * 2} messages) render.
+  One warm-up load, then the median of ${runs}.
+
+Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC on the 2-core development machine (shared with other work):
+
+${table}
+
+Scripts loaded:
+${files}
+`
+    console.log(table)
+    console.log(files)
+    console.log(`goal: first-visit JavaScript <= 200 KB gzipped (${GOAL_BYTES} bytes)`)
+    writeDocs(section)
+  } finally {
+    await browser.close()
+    await server.stop()
+  }
+}
+
+await main()
