@@ -22,7 +22,7 @@ import {
   type Coordinator,
   type TestUser,
 } from '../../e2e/harness/coordinator.ts'
-import { repoRoot } from '../../e2e/harness/web-build.ts'
+import { repoRoot, webRoot } from '../../e2e/harness/web-build.ts'
 import { median } from '../lib/coordinator-process.ts'
 
 const runs = Number(process.env.RUNS ?? 5)
@@ -123,7 +123,7 @@ function writeDocs(section: string) {
 
 async function main() {
   execFileSync('npm', ['run', 'build', '-w', '@meshwork/web'], { cwd: repoRoot, stdio: ['ignore', 'ignore', 'inherit'] })
-  const server = await startCoordinator()
+  const server = await startCoordinator(join(webRoot, 'dist'))
   const browser = await launchBrowser()
   try {
     const user = await createUser(server, 'bench')

@@ -25,7 +25,8 @@ export class ApiCallError extends Error {
   }
 }
 
-export async function startCoordinator(): Promise<Coordinator> {
+/** Starts a coordinator serving `dist` (the suite's own web build unless told otherwise). */
+export async function startCoordinator(dist = webDist): Promise<Coordinator> {
   const dataDir = mkdtempSync(join(tmpdir(), 'meshwork-e2e-'))
   const server = await startServer({
     port: 0,
@@ -35,7 +36,7 @@ export async function startCoordinator(): Promise<Coordinator> {
     tokenTtlSeconds: 3600,
     localNode: false,
     modelMirror,
-    webDist,
+    webDist: dist,
   })
   return {
     ...server,

@@ -1,13 +1,16 @@
 /**
- * @module Where the built web app lives and whether it is older than its sources.
+ * @module The web app as the browser tests serve it: a production build of packages/web into
+ * e2e/dist (git-ignored), made by the suite itself, so a build someone else starts in
+ * packages/web/dist while the suite runs cannot pull files from under it.
  */
+import { execFileSync } from 'node:child_process'
 import { existsSync, readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 export const repoRoot = fileURLToPath(new URL('../../', import.meta.url))
-export const webDist = join(repoRoot, 'packages/web/dist')
-const webRoot = join(repoRoot, 'packages/web')
+export const webRoot = join(repoRoot, 'packages/web')
+export const webDist = join(repoRoot, 'e2e/dist')
 
 function newestMtime(path: string): number {
   const stat = statSync(path)
@@ -17,11 +20,19 @@ function newestMtime(path: string): number {
   return newest
 }
 
-/** True when dist is missing or any source, public file or build config is newer than it. */
-export function webDistIsStale(): boolean {
-  const index = join(webDist, 'index.html')
+/** True when the build is missing or any source, public file or build config is newer than it. */
+export function webDistIsStale(dist = webDist): boolean {
+  const index = join(dist, 'index.html')
   if (!existsSync(index)) return true
   const built = statSync(index).mtimeMs
   const inputs = ['src', 'public', 'index.html', 'vite.config.ts', 'package.json'].map((p) => join(webRoot, p))
   return inputs.some((p) => existsSync(p) && newestMtime(p) > built)
+}
+
+/** Builds packages/web into `outDir` with the package's own Vite config (the same as `npm run build`). */
+export function buildWeb(outDir = webDist): void {
+  execFileSync('npx', ['vite', 'build', '--outDir', outDir, '--emptyOutDir'], {
+    cwd: webRoot,
+    stdio: ['ignore', 'ignore', 'inherit'],
+  })
 }
