@@ -40,7 +40,8 @@ async function coldContext(browser: Browser, user?: TestUser): Promise<BrowserCo
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } })
   if (user) {
     await context.addInitScript(
-      ([token, record]) => localStorage.setItem('pocketbase_auth', JSON.stringify({ token, record })),
+      ([token, record]) =>
+        localStorage.setItem('pocketbase_auth', JSON.stringify({ token, record })),
       [user.token, user.record] as const,
     )
   }
@@ -60,7 +61,11 @@ async function firstVisitScripts(
   page.on('response', (res) => {
     if (res.request().resourceType() !== 'script') return
     loads.push(
-      res.body().then((body) => ({ url: new URL(res.url()).pathname, bytes: body.length, gzipBytes: gzipSync(body, { level: 9 }).length })),
+      res.body().then((body) => ({
+        url: new URL(res.url()).pathname,
+        bytes: body.length,
+        gzipBytes: gzipSync(body, { level: 9 }).length,
+      })),
     )
   })
   await page.goto(`${server.url}${path}`)
@@ -71,7 +76,12 @@ async function firstVisitScripts(
   return scripts
 }
 
-async function renderTimes(browser: Browser, server: Coordinator, user: TestUser, conversationId: string) {
+async function renderTimes(
+  browser: Browser,
+  server: Coordinator,
+  user: TestUser,
+  conversationId: string,
+) {
   // The screen loads the conversation's history page (spec: 50 items); its last item is the target.
   const history = await api<{ items: Array<{ prompt: string }> }>(
     server,
@@ -88,13 +98,17 @@ async function renderTimes(browser: Browser, server: Coordinator, user: TestUser
     const page = await context.newPage()
     await page.goto(`${server.url}/chat?c=${conversationId}`, { waitUntil: 'commit' })
     const handle = await page.waitForFunction(
-      (m) => (document.querySelector('[role="log"]')?.textContent?.includes(m) ? performance.now() : false),
+      (m) =>
+        document.querySelector('[role="log"]')?.textContent?.includes(m)
+          ? performance.now()
+          : false,
       marker,
       { polling: 'raf', timeout: 30_000 },
     )
     const ms = (await handle.jsonValue()) as number
     const bubbles = await page.locator('[role="log"] .justify-end').count()
-    if (bubbles !== shown) throw new Error(`expected ${shown} user messages on screen, found ${bubbles}`)
+    if (bubbles !== shown)
+      throw new Error(`expected ${shown} user messages on screen, found ${bubbles}`)
     await context.close()
     if (i > 0) times.push(ms) // the first load warms the coordinator's caches, not the browser's
   }
@@ -122,7 +136,10 @@ function writeDocs(section: string) {
 }
 
 async function main() {
-  execFileSync('npm', ['run', 'build', '-w', '@meshwork/web'], { cwd: repoRoot, stdio: ['ignore', 'ignore', 'inherit'] })
+  execFileSync('npm', ['run', 'build', '-w', '@meshwork/web'], {
+    cwd: repoRoot,
+    stdio: ['ignore', 'ignore', 'inherit'],
+  })
   const server = await startCoordinator(join(webRoot, 'dist'))
   const browser = await launchBrowser()
   try {
@@ -131,7 +148,13 @@ async function main() {
     const chat = await firstVisitScripts(browser, server, '/chat', 'Conversations', user)
     const conversationId = await seedConversation(server, user, seed, 'Long Conversation')
     // Markdown is split from the first load; a conversation with replies pulls it in on demand.
-    const chatOpen = await firstVisitScripts(browser, server, `/chat?c=${conversationId}`, 'Reply number 1:', user)
+    const chatOpen = await firstVisitScripts(
+      browser,
+      server,
+      `/chat?c=${conversationId}`,
+      'Reply number 1:',
+      user,
+    )
     const { shown, times } = await renderTimes(browser, server, user, conversationId)
 
     const sum = (l: ScriptLoad[], k: 'bytes' | 'gzipBytes') => l.reduce((s, x) => s + x[k], 0)
@@ -156,7 +179,10 @@ async function main() {
     )
     const table = ['| figure | value | goal | |', '| --- | --- | --- | --- |', ...lines].join('\n')
     const files = rows
-      .map(([path, loads]) => `- ${path}: ${loads.map((l) => `\`${l.url}\` ${kb(l.gzipBytes)}`).join(', ')}`)
+      .map(
+        ([path, loads]) =>
+          `- ${path}: ${loads.map((l) => `\`${l.url}\` ${kb(l.gzipBytes)}`).join(', ')}`,
+      )
       .join('\n')
     const section = `## Web
 

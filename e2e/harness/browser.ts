@@ -12,7 +12,9 @@ export const screenshotDir = join(repoRoot, 'e2e/screenshots')
 
 export class MissingChromiumError extends Error {
   constructor() {
-    super(`Chromium is missing at ${CHROMIUM_PATH}: install it (apt-get install chromium); .ci/run does`)
+    super(
+      `Chromium is missing at ${CHROMIUM_PATH}: install it (apt-get install chromium); .ci/run does`,
+    )
     this.name = 'MissingChromiumError'
   }
 }
@@ -45,7 +47,11 @@ export interface AxeViolation {
 export async function seriousViolations(page: Page): Promise<string[]> {
   await page.addScriptTag({ path: axePath })
   const violations = await page.evaluate(async () => {
-    const axe = (globalThis as unknown as { axe: { run: (ctx: Document, o: object) => Promise<{ violations: unknown[] }> } }).axe
+    const axe = (
+      globalThis as unknown as {
+        axe: { run: (ctx: Document, o: object) => Promise<{ violations: unknown[] }> }
+      }
+    ).axe
     const result = await axe.run(document, { resultTypes: ['violations'] })
     return result.violations as AxeViolation[]
   })
@@ -55,7 +61,10 @@ export async function seriousViolations(page: Page): Promise<string[]> {
       (v) =>
         `${v.impact} ${v.id}: ${v.help} -> ${v.nodes
           .slice(0, 4)
-          .map((n) => `${n.target.join(' ')} (${(n.failureSummary ?? '').replace(/\s+/g, ' ').slice(0, 160)})`)
+          .map(
+            (n) =>
+              `${n.target.join(' ')} (${(n.failureSummary ?? '').replace(/\s+/g, ' ').slice(0, 160)})`,
+          )
           .join(' | ')}`,
     )
 }

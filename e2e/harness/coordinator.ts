@@ -19,7 +19,11 @@ export interface Coordinator extends RunningServer {
 }
 
 export class ApiCallError extends Error {
-  constructor(readonly status: number, readonly body: unknown, what: string) {
+  constructor(
+    readonly status: number,
+    readonly body: unknown,
+    what: string,
+  ) {
     super(`${what} answered ${status}: ${JSON.stringify(body)}`)
     this.name = 'ApiCallError'
   }
@@ -79,7 +83,11 @@ let userCounter = 0
 export async function createUser(server: Coordinator, prefix = 'user'): Promise<TestUser> {
   const email = `${prefix}${Date.now().toString(36)}${userCounter++}@example.com`
   const password = 'password123'
-  await api(server, 'POST', '/api/collections/users/records', { email, password, passwordConfirm: password })
+  await api(server, 'POST', '/api/collections/users/records', {
+    email,
+    password,
+    passwordConfirm: password,
+  })
   const auth = await api<{ token: string; record: Record<string, unknown> }>(
     server,
     'POST',
@@ -90,8 +98,15 @@ export async function createUser(server: Coordinator, prefix = 'user'): Promise<
 }
 
 /** Opens `path` signed in as `user` (the SDK's stored session, as a real sign-in leaves it). */
-export async function openAs(page: Page, server: Coordinator, user: TestUser, path: string): Promise<void> {
-  await page.goto(`${server.url}/login`)
+export async function openAs(
+  page: Page,
+  server: Coordinator,
+  user: TestUser,
+  path: string,
+): Promise<void> {
+  // A page of the origin that runs no app code: the app, started signed out, would clear the
+  // stored session right after we write it.
+  await page.goto(`${server.url}/api/health`)
   await page.evaluate(
     ([token, record]) => localStorage.setItem('pocketbase_auth', JSON.stringify({ token, record })),
     [user.token, user.record] as const,
@@ -100,7 +115,11 @@ export async function openAs(page: Page, server: Coordinator, user: TestUser, pa
 }
 
 /** Creates a record as the server itself (collections whose create rule is closed to users). */
-export function createAsServer(server: Coordinator, collection: string, body: Record<string, unknown>): Promise<RecordJson> {
+export function createAsServer(
+  server: Coordinator,
+  collection: string,
+  body: Record<string, unknown>,
+): Promise<RecordJson> {
   return server.core.records.create(superuser, requireCollection(collection), body)
 }
 
@@ -114,7 +133,12 @@ export async function modelId(server: Coordinator, name = 'stories260K'): Promis
 }
 
 /** A conversation holding `count` completed requests, oldest first, seeded server-side. */
-export async function seedConversation(server: Coordinator, user: TestUser, count: number, title = 'Seeded Chat') {
+export async function seedConversation(
+  server: Coordinator,
+  user: TestUser,
+  count: number,
+  title = 'Seeded Chat',
+) {
   const model = await modelId(server)
   const conv = await api<{ id: string }>(
     server,

@@ -23,10 +23,20 @@ export function linkNode(
 }
 
 /** Links a device, approving through the API as `owner`. */
-export function linkNodeByApi(server: Coordinator, owner: TestUser, deviceName: string): Promise<LinkedNode> {
+export function linkNodeByApi(
+  server: Coordinator,
+  owner: TestUser,
+  deviceName: string,
+): Promise<LinkedNode> {
   return linkNode(server, deviceName, async (url) => {
     const token = new URL(url).searchParams.get('token')
-    await api(server, 'POST', '/api/auth/complete-flow', { state_token: token, user_info: {} }, owner.token)
+    await api(
+      server,
+      'POST',
+      '/api/auth/complete-flow',
+      { state_token: token, user_info: {} },
+      owner.token,
+    )
   })
 }
 
@@ -63,7 +73,12 @@ interface NodeModelRow {
 }
 
 /** Asks the node to download and then serve `model`, as the owner; waits until it serves. */
-export async function serveModel(server: Coordinator, owner: TestUser, nodeId: string, model: string) {
+export async function serveModel(
+  server: Coordinator,
+  owner: TestUser,
+  nodeId: string,
+  model: string,
+) {
   const nm = await api<NodeModelRow>(
     server,
     'POST',
@@ -79,9 +94,22 @@ export async function serveModel(server: Coordinator, owner: TestUser, nodeId: s
     },
     owner.token,
   )
-  const get = () => api<NodeModelRow>(server, 'GET', `/api/collections/node_models/records/${nm.id}`, undefined, owner.token)
+  const get = () =>
+    api<NodeModelRow>(
+      server,
+      'GET',
+      `/api/collections/node_models/records/${nm.id}`,
+      undefined,
+      owner.token,
+    )
   await waitUntil(async () => (await get()).is_downloaded, 30_000, 'model downloaded')
-  await api(server, 'PATCH', `/api/collections/node_models/records/${nm.id}`, { requested_serving: true }, owner.token)
+  await api(
+    server,
+    'PATCH',
+    `/api/collections/node_models/records/${nm.id}`,
+    { requested_serving: true },
+    owner.token,
+  )
   await waitUntil(async () => (await get()).is_serving, 30_000, 'model serving')
   return nm.id
 }

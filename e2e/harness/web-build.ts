@@ -25,7 +25,9 @@ export function webDistIsStale(dist = webDist): boolean {
   const index = join(dist, 'index.html')
   if (!existsSync(index)) return true
   const built = statSync(index).mtimeMs
-  const inputs = ['src', 'public', 'index.html', 'vite.config.ts', 'package.json'].map((p) => join(webRoot, p))
+  const inputs = ['src', 'public', 'index.html', 'vite.config.ts', 'package.json'].map((p) =>
+    join(webRoot, p),
+  )
   return inputs.some((p) => existsSync(p) && newestMtime(p) > built)
 }
 
@@ -33,6 +35,8 @@ export function webDistIsStale(dist = webDist): boolean {
 export function buildWeb(outDir = webDist): void {
   execFileSync('npx', ['vite', 'build', '--outDir', outDir, '--emptyOutDir'], {
     cwd: webRoot,
+    // Vitest sets NODE_ENV=test, which would give a development build of React.
+    env: { ...process.env, NODE_ENV: 'production' },
     stdio: ['ignore', 'ignore', 'inherit'],
   })
 }

@@ -30,7 +30,12 @@ describe('accessibility (axe)', () => {
     browser = await launchBrowser()
     user = await createUser(server, 'axe')
     conversationId = await seedConversation(server, user, 3, 'Stories About Dogs')
-    await createAsServer(server, 'nodes', { user: user.id, device_name: 'Axe Box', status: 'online', is_active: true })
+    await createAsServer(server, 'nodes', {
+      user: user.id,
+      device_name: 'Axe Box',
+      status: 'online',
+      is_active: true,
+    })
   })
   afterAll(async () => {
     for (const c of contexts) await c.close()
@@ -92,7 +97,10 @@ describe('accessibility (axe)', () => {
         const page = await newPage(theme)
         await openAs(page, server, user, '/network')
         await page.getByText('Network Metrics (Last 24 Hours)').waitFor()
-        await page.getByRole('cell', { name: /Axe Box/ }).first().waitFor()
+        await page
+          .getByRole('cell', { name: /Axe Box/ })
+          .first()
+          .waitFor()
         await check(page, `network-${theme}`)
       })
 
@@ -104,7 +112,9 @@ describe('accessibility (axe)', () => {
       })
 
       it('/auth/approve-node with a token', async () => {
-        const flow = await api<{ approve_url: string }>(server, 'POST', '/api/auth/start-flow', { device_name: 'Axe Laptop' })
+        const flow = await api<{ approve_url: string }>(server, 'POST', '/api/auth/start-flow', {
+          device_name: 'Axe Laptop',
+        })
         const { pathname, search } = new URL(flow.approve_url)
         const page = await newPage(theme)
         await openAs(page, server, user, `${pathname}${search}`)

@@ -103,7 +103,12 @@ describe('account screens', () => {
     const user = await createUser(server, 'ledger')
     await server.core.database.db.transaction().execute(async (trx) => {
       for (let i = 1; i <= 60; i++) {
-        await applyEntry(trx, { user: user.id, type: i % 2 ? 'credit_admin' : 'debit_admin', amount: i, description: `Entry ${i}` })
+        await applyEntry(trx, {
+          user: user.id,
+          type: i % 2 ? 'credit_admin' : 'debit_admin',
+          amount: i,
+          description: `Entry ${i}`,
+        })
       }
     })
     const count = await server.core.database.db
@@ -123,7 +128,10 @@ describe('account screens', () => {
     await screenshot(page, 'profile-page-1')
     await page.getByRole('button', { name: 'Next' }).click()
     await page.getByText(`Page 2 of ${pages}`).waitFor()
-    await page.waitForFunction((n) => document.querySelectorAll('table tbody tr').length === n, total - 50)
+    await page.waitForFunction(
+      (n) => document.querySelectorAll('table tbody tr').length === n,
+      total - 50,
+    )
     expect(await page.getByRole('button', { name: 'Next' }).isDisabled()).toBe(true)
     await expect(page.getByText('Admin Credit').first().isVisible()).resolves.toBe(true)
     await screenshot(page, 'profile-page-2')

@@ -19,7 +19,13 @@ import {
   type Coordinator,
   type TestUser,
 } from '../harness/coordinator.ts'
-import { linkNode, runAgent, serveModel, type LinkedNode, type NodeAgent } from '../harness/node-agent.ts'
+import {
+  linkNode,
+  runAgent,
+  serveModel,
+  type LinkedNode,
+  type NodeAgent,
+} from '../harness/node-agent.ts'
 
 describe('with a real node', () => {
   let server: Coordinator
@@ -31,7 +37,8 @@ describe('with a real node', () => {
   const dialogs: string[] = []
 
   beforeAll(async () => {
-    if (!existsSync(join(modelMirror, 'stories260K.gguf'))) throw new Error(`The test models are missing from ${modelMirror}`)
+    if (!existsSync(join(modelMirror, 'stories260K.gguf')))
+      throw new Error(`The test models are missing from ${modelMirror}`)
     server = await startCoordinator()
     browser = await launchBrowser()
     owner = await createUser(server, 'owner')
@@ -58,10 +65,15 @@ describe('with a real node', () => {
         const { pathname, search } = new URL(url)
         await page.goto(`${server.url}${pathname}${search}`)
         try {
-          await page.getByRole('heading', { name: 'Authorize Node Connection' }).waitFor({ timeout: 15_000 })
+          await page
+            .getByRole('heading', { name: 'Authorize Node Connection' })
+            .waitFor({ timeout: 15_000 })
         } catch (err) {
           await screenshot(page, 'approve-node-failure')
-          throw new Error(`Approve page did not show; it reads: ${await page.locator('body').innerText()}`, { cause: err })
+          throw new Error(
+            `Approve page did not show; it reads: ${await page.locator('body').innerText()}`,
+            { cause: err },
+          )
         }
         await page.getByText('E2E Box').first().waitFor()
         await screenshot(page, 'approve-node')
@@ -74,7 +86,10 @@ describe('with a real node', () => {
     expect(new URL(approveUrl).pathname).toBe('/auth/approve-node')
     expect(new URL(approveUrl).searchParams.get('device')).toBe('E2E Box')
     await page.waitForURL(/\/nodes$/)
-    await page.getByRole('cell', { name: /E2E Box/ }).first().waitFor()
+    await page
+      .getByRole('cell', { name: /E2E Box/ })
+      .first()
+      .waitFor()
     const row = await server.core.database.db
       .selectFrom('nodes')
       .select(['user', 'device_name'])
@@ -84,8 +99,13 @@ describe('with a real node', () => {
     node = await runAgent(server, linked)
     await waitUntil(
       async () =>
-        (await server.core.database.db.selectFrom('nodes').select('status').where('id', '=', linked.nodeId).executeTakeFirst())
-          ?.status === 'online',
+        (
+          await server.core.database.db
+            .selectFrom('nodes')
+            .select('status')
+            .where('id', '=', linked.nodeId)
+            .executeTakeFirst()
+        )?.status === 'online',
       15_000,
       'node online',
     )
@@ -98,8 +118,16 @@ describe('with a real node', () => {
     const dialog = page.getByRole('dialog', { name: 'Edit Node' })
     await dialog.waitFor()
     const row = dialog.locator('li', { hasText: 'Stories 260K' })
+    // The node reports download progress through the record the dialog watches.
+    const progress: string[] = []
+    const off = server.core.events.on((change) => {
+      if (change.collection.name === 'node_models')
+        progress.push(String(change.row.download_progress))
+    })
     await row.getByRole('button', { name: 'Download' }).click()
     await row.getByRole('button', { name: 'Start Serving' }).waitFor({ timeout: 30_000 })
+    off()
+    expect(progress.at(-1)).toBe('100')
     await row.getByText('Downloaded').waitFor()
     await screenshot(page, 'edit-node-downloaded')
     await row.getByRole('button', { name: 'Start Serving' }).click()
@@ -129,7 +157,8 @@ describe('with a real node', () => {
     await serveModel(server, owner, linked.nodeId, stories)
     const partials = new Map<string, number>()
     const off = server.core.events.on((change) => {
-      if (change.collection.name !== 'requests' || !change.row.is_partial || !change.row.response) return
+      if (change.collection.name !== 'requests' || !change.row.is_partial || !change.row.response)
+        return
       const id = change.row.id as string
       partials.set(id, (partials.get(id) ?? 0) + 1)
     })
@@ -139,7 +168,9 @@ describe('with a real node', () => {
       await page.getByRole('button', { name: 'New chat' }).first().click()
       await page.waitForURL(/\/chat\?c=/)
       const message = page.getByRole('textbox', { name: 'Message' })
-      await page.waitForFunction(() => document.querySelector('textarea')?.placeholder === 'What can I do for you today?')
+      await page.waitForFunction(
+        () => document.querySelector('textarea')?.placeholder === 'What can I do for you today?',
+      )
       await message.fill('Once upon a time, there was a little dog')
       await message.press('Enter')
       const log = page.getByRole('log', { name: 'Messages' })
@@ -157,9 +188,19 @@ describe('with a real node', () => {
         .executeTakeFirstOrThrow()
       expect(request.status).toBe('completed')
       expect(partials.get(request.id as string) ?? 0).toBeGreaterThan(1)
-      expect(await cost.textContent()).toBe(`Cost: ${Number(request.tokens_input) + Number(request.tokens_output)} tokens`)
-      const shown = (await log.locator('[aria-busy="false"]').first().innerText()).replace(/\s+/g, ' ')
-      const words = String(request.response).replace(/\s+/g, ' ').trim().split(' ').slice(0, 4).join(' ')
+      expect(await cost.textContent()).toBe(
+        `Cost: ${Number(request.tokens_input) + Number(request.tokens_output)} tokens`,
+      )
+      const shown = (await log.locator('[aria-busy="false"]').first().innerText()).replace(
+        /\s+/g,
+        ' ',
+      )
+      const words = String(request.response)
+        .replace(/\s+/g, ' ')
+        .trim()
+        .split(' ')
+        .slice(0, 4)
+        .join(' ')
       expect(shown).toContain(words)
       expect(await message.getAttribute('placeholder')).toBe('Reply...')
     } finally {
@@ -184,8 +225,13 @@ describe('with a real node', () => {
       )
       await waitUntil(
         async () =>
-          (await server.core.database.db.selectFrom('requests').select('status').where('id', '=', sent.request_id).executeTakeFirst())
-            ?.status === 'completed',
+          (
+            await server.core.database.db
+              .selectFrom('requests')
+              .select('status')
+              .where('id', '=', sent.request_id)
+              .executeTakeFirst()
+          )?.status === 'completed',
         30_000,
         'request completed',
       )
@@ -195,7 +241,10 @@ describe('with a real node', () => {
     const panel = page.getByRole('tabpanel')
     await panel.locator('path.recharts-rectangle').first().waitFor({ timeout: 15_000 })
     expect(await panel.locator('path.recharts-rectangle').count()).toBeGreaterThan(0)
-    await page.getByRole('cell', { name: /E2E Box/ }).first().waitFor()
+    await page
+      .getByRole('cell', { name: /E2E Box/ })
+      .first()
+      .waitFor()
     const metrics = panel.locator('..')
     await screenshot(page, 'network-requests-chart', metrics)
     await page.getByRole('tab', { name: 'Performance Metrics' }).click()
@@ -203,7 +252,9 @@ describe('with a real node', () => {
     const curves = panel.locator('path.recharts-line-curve')
     await curves.first().waitFor({ state: 'attached' })
     expect(await curves.count()).toBe(2)
-    for (const d of await curves.evaluateAll((paths) => paths.map((p) => p.getAttribute('d') ?? ''))) {
+    for (const d of await curves.evaluateAll((paths) =>
+      paths.map((p) => p.getAttribute('d') ?? ''),
+    )) {
       expect(d).toMatch(/^M\d/)
     }
     await screenshot(page, 'network-performance-chart', metrics)
@@ -243,7 +294,11 @@ describe('with a real node', () => {
     await item.getByRole('button', { name: 'Delete Tales About A Little Dog' }).click()
     await sidebar.getByText('No conversations yet').waitFor()
     expect(dialogs).toContain('Are you sure you want to delete this conversation?')
-    const left = await server.core.database.db.selectFrom('conversations').select('id').where('user', '=', owner.id).execute()
+    const left = await server.core.database.db
+      .selectFrom('conversations')
+      .select('id')
+      .where('user', '=', owner.id)
+      .execute()
     expect(left).toEqual([])
     await screenshot(page, 'chat-deleted')
   })
