@@ -138,6 +138,7 @@ function writeDocs(section: string) {
 async function main() {
   execFileSync('npm', ['run', 'build', '-w', '@meshwork/web'], {
     cwd: repoRoot,
+    env: { ...process.env, NODE_ENV: 'production' },
     stdio: ['ignore', 'ignore', 'inherit'],
   })
   const server = await startCoordinator(join(webRoot, 'dist'))
