@@ -112,6 +112,9 @@ export async function openAs(
     [user.token, user.record] as const,
   )
   await page.goto(`${server.url}${path}`)
+  // Wait for the start-up session refresh to finish: leaving the page while it is in flight
+  // aborts it, and the app treats that as a failed refresh and signs out.
+  await page.getByRole('button', { name: 'Account menu' }).waitFor()
 }
 
 /** Creates a record as the server itself (collections whose create rule is closed to users). */

@@ -67,7 +67,7 @@ describe('with a real node', () => {
         try {
           await page
             .getByRole('heading', { name: 'Authorize Node Connection' })
-            .waitFor({ timeout: 15_000 })
+            .waitFor({ timeout: 30_000 })
         } catch (err) {
           await screenshot(page, 'approve-node-failure')
           throw new Error(
@@ -80,7 +80,7 @@ describe('with a real node', () => {
         await page.getByRole('button', { name: 'Approve Connection' }).click()
       })()
     })
-    await waitUntil(() => approveUrl, 10_000, 'approve URL')
+    await waitUntil(() => approveUrl, 30_000, 'approve URL')
     await approving
     linked = await linking
     expect(new URL(approveUrl).pathname).toBe('/auth/approve-node')
@@ -106,7 +106,7 @@ describe('with a real node', () => {
             .where('id', '=', linked.nodeId)
             .executeTakeFirst()
         )?.status === 'online',
-      15_000,
+      30_000,
       'node online',
     )
     await screenshot(page, 'nodes-linked')
