@@ -87,7 +87,8 @@ export const init: Migration = {
       ['last_message_at', 'text'],
       ...created,
     ])
-    await createIndex(db, 'conversations', ['user', 'last_message_at', 'id'])
+    // Serves the chat sidebar's `user = X` sorted -last_message_at,-created without a sort step.
+    await createIndex(db, 'conversations', ['user', 'last_message_at', 'created', 'id'])
 
     await createTable(db, 'requests', [
       ['user', 'text'],
