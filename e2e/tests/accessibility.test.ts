@@ -57,6 +57,14 @@ describe('accessibility (axe)', () => {
     expect(violations, `${name}:\n${violations.join('\n')}`).toEqual([])
   }
 
+  it('the check itself catches a serious violation', async () => {
+    const page = await newPage('light')
+    await page.setContent('<html lang="en"><body><main><button></button></main></body></html>')
+    await screenshot(page, 'axe-self-check')
+    const violations = await seriousViolations(page)
+    expect(violations.some((v) => v.startsWith('critical button-name'))).toBe(true)
+  })
+
   for (const theme of ['light', 'dark'] as const) {
     describe(theme, () => {
       it('/login', async () => {
