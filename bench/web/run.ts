@@ -82,16 +82,16 @@ async function renderTimes(
   user: TestUser,
   conversationId: string,
 ) {
-  // The screen loads the conversation's history page (spec: 50 items); its last item is the target.
+  // The screen loads the conversation's latest 50 items (shown oldest first); the newest is the target.
   const history = await api<{ items: Array<{ prompt: string }> }>(
     server,
     'GET',
-    `/api/collections/requests/records?page=1&perPage=50&sort=created&filter=${encodeURIComponent(`conversation = "${conversationId}"`)}`,
+    `/api/collections/requests/records?page=1&perPage=50&sort=-created&filter=${encodeURIComponent(`conversation = "${conversationId}"`)}`,
     undefined,
     user.token,
   )
   const shown = history.items.length
-  const marker = `Reply number ${/\d+/.exec(history.items.at(-1)!.prompt)![0]}:`
+  const marker = `Reply number ${/\d+/.exec(history.items[0]!.prompt)![0]}:`
   const times: number[] = []
   for (let i = 0; i < runs + 1; i++) {
     const context = await coldContext(browser, user)
@@ -153,7 +153,7 @@ async function main() {
       browser,
       server,
       `/chat?c=${conversationId}`,
-      'Reply number 1:',
+      `Reply number ${seed}:`,
       user,
     )
     const { shown, times } = await renderTimes(browser, server, user, conversationId)

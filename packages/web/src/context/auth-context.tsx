@@ -47,6 +47,9 @@ export function AuthProvider({ children }: { children: ReactNode }) {
       pb.collection('users')
         .authRefresh()
         .catch((err: unknown) => {
+          // An aborted refresh (the page navigated away, or a newer refresh replaced it) is not a
+          // failed one: keep the session; only the server's refusal signs the user out.
+          if ((err as { isAbort?: boolean }).isAbort) return
           console.warn('Session refresh failed, signing out', err)
           pb.authStore.clear()
         })

@@ -49,19 +49,20 @@ export function useAvailableModels() {
   })
 }
 
-/** Conversation history: requests sorted by created, filtered by conversation and user, 50 items. */
+/** Conversation history: requests by created, filtered by conversation and user, the latest 50 items. */
 export function useConversationHistory(conversationId: string | null) {
   const { user } = useAuth()
   return useQuery({
     queryKey: chatKeys.history(conversationId ?? ''),
     enabled: !!conversationId && !!user,
     queryFn: async () => {
+      // The newest 50, shown oldest first: a long conversation opens at its latest turns.
       const list = await pb.collection('requests').getList<RequestRecord>(1, 50, {
         skipTotal: true,
-        sort: 'created',
+        sort: '-created',
         filter: pb.filter('conversation = {:c} && user = {:u}', { c: conversationId, u: user!.id }),
       })
-      return list.items
+      return list.items.reverse()
     },
   })
 }
