@@ -80,6 +80,7 @@ export async function startServer(config: Config, extras: ServerExtras = {}): Pr
   })
   const listener = getRequestListener(app.fetch)
   const http = createHttpServer((req, res) => {
+    res.setHeader('Access-Control-Allow-Origin', '*')
     if (req.method === 'GET' && req.url?.split('?')[0] === '/api/realtime') {
       handleRealtimeStream(hub, req, res)
       return
