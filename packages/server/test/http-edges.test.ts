@@ -1,9 +1,11 @@
 /**
- * The HTTP edges every route shares: browsers on other origins may call the API (CORS), and
- * oversized bodies are refused before anything reads them.
+ * The HTTP edges every route shares: browsers on other origins may call the API (CORS), oversized
+ * bodies are refused before anything reads them, and U+0000 never reaches the database.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startTestServer, signUp, type TestServer } from './harness.ts'
+import { dialects, startTestServer, signUp, type TestServer } from './harness.ts'
+import { modelId } from './fixtures.ts'
+import { FakeNode, linkNode, postJson, serveModel, waitUntil } from './support/network.ts'
 
 describe('HTTP edges', () => {
   let server: TestServer
@@ -59,5 +61,56 @@ describe('HTTP edges', () => {
     expect(res.status).toBe(413)
     const after = await pb.collection('conversations').getList(1, 1)
     expect(after.totalItems).toBe(0)
+  })
+})
+
+/** PostgreSQL cannot store U+0000 in text, so it never reaches the database on either dialect. */
+describe.each(dialects)('NUL characters [%s]', (dialect) => {
+  let server: TestServer
+  beforeAll(async () => {
+    server = await startTestServer(dialect)
+  })
+  afterAll(() => server.stop())
+
+  it('are refused in bodies and URLs with a 400, and nothing is written', async () => {
+    const pb = await signUp(server)
+    const headers = { Authorization: pb.authStore.token, 'Content-Type': 'application/json' }
+    const base = `${server.url}/api/collections/conversations/records`
+    const inBody = await fetch(base, { method: 'POST', headers, body: JSON.stringify({ title: 'a\u0000b' }) })
+    expect(inBody.status).toBe(400)
+    expect(await inBody.json()).toEqual({ status: 400, message: 'Text may not contain NUL characters.', data: {} })
+    const inKey = await fetch(base, { method: 'POST', headers, body: JSON.stringify({ 'title\u0000': 'x' }) })
+    expect(inKey.status).toBe(400)
+    const inForm = await fetch(base, { method: 'POST', headers: { Authorization: pb.authStore.token }, body: new URLSearchParams({ title: 'a\u0000b' }) })
+    expect(inForm.status).toBe(400)
+    expect((await pb.collection('conversations').getList(1, 1)).totalItems).toBe(0)
+
+    for (const url of [`${base}?filter=${encodeURIComponent('title = "a\u0000"')}`, `${base}/abc%00def`, `${base}?sort=%00`]) {
+      const res = await fetch(url, { headers })
+      expect(res.status, url).toBe(400)
+    }
+    const send = await postJson(server, '/api/chat/send', { conversation_id: 'x', model_id: 'y', prompt: 'hi\u0000' }, pb.authStore.token)
+    expect(send.status).toBe(400)
+  })
+
+  it('are dropped from what a node sends, so its answer is stored and paid for', async () => {
+    const owner = await signUp(server, 'owner')
+    const { nodeId, credential } = await linkNode(server, owner)
+    const node = new FakeNode(server, nodeId, credential)
+    await node.connect()
+    const stories = await modelId(server)
+    await serveModel(server, owner, nodeId, stories)
+    node.chunks = ['Hel\u0000lo', ' there\u0000']
+    const pb = await signUp(server, 'chatter')
+    const conversation = await pb.collection('conversations').create({ title: 'New Chat' })
+    const sent = await postJson(server, '/api/chat/send', { conversation_id: conversation.id, model_id: stories, prompt: 'Say hello' }, pb.authStore.token)
+    expect(sent.status).toBe(200)
+    const id = sent.body.request_id as string
+    const row = await waitUntil(async () => {
+      const r = await pb.collection('requests').getOne(id)
+      return r.status === 'completed' && r
+    }, 5000, 'completed')
+    expect(row.response).toBe('Hello there')
+    node.kill()
   })
 })

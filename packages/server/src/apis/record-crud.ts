@@ -98,8 +98,9 @@ export function respond(c: Context, data: unknown) {
 
 function intParam(value: string | undefined, name: string): number | undefined {
   if (value === undefined || value === '') return undefined
-  if (!/^-?\d+$/.test(value.trim())) throw badRequest(`Invalid ${name} parameter.`)
-  return Number(value)
+  const n = Number(value)
+  if (!/^-?\d+$/.test(value.trim()) || !Number.isSafeInteger(n)) throw badRequest(`Invalid ${name} parameter.`)
+  return n
 }
 
 const truthy = new Set(['1', 't', 'T', 'TRUE', 'true', 'True'])

@@ -4,10 +4,17 @@
  */
 import type { Context } from 'hono'
 import { badRequest } from '../tools/api-error.ts'
+import { containsNul } from '../tools/nul.ts'
 
 export type Body = Record<string, unknown>
 
 export async function readBody(c: Context): Promise<Body> {
+  const body = await parseBody(c)
+  if (containsNul(body)) throw badRequest('Text may not contain NUL characters.')
+  return body
+}
+
+async function parseBody(c: Context): Promise<Body> {
   const type = c.req.header('content-type') ?? ''
   const text = type.includes('multipart/form-data') || type.includes('x-www-form-urlencoded') ? null : await c.req.text()
   if (text !== null) {
@@ -21,7 +28,13 @@ export async function readBody(c: Context): Promise<Body> {
     if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw badRequest()
     return parsed as Body
   }
-  const form = await c.req.parseBody({ all: true })
+  let form: Awaited<ReturnType<typeof c.req.parseBody>>
+  try {
+    form = await c.req.parseBody({ all: true })
+  } catch {
+    // A form body that does not parse (bad boundary, truncated part) is the client's error.
+    throw badRequest()
+  }
   const body: Body = {}
   for (const [key, value] of Object.entries(form)) {
     if (key === '@jsonPayload') {

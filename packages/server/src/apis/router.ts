@@ -6,6 +6,8 @@ import { cors } from 'hono/cors'
 import { bodyLimit } from 'hono/body-limit'
 import type { CoreApp } from '../core/app.ts'
 import type { RealtimeHub } from '../core/realtime/realtime-hub.ts'
+import { badRequest } from '../tools/api-error.ts'
+import { urlHasNul } from '../tools/nul.ts'
 import { onError, onNotFound } from './errors.ts'
 import { bindHealth } from './health.ts'
 import { bindRealtime } from './realtime.ts'
@@ -29,6 +31,7 @@ export function createRouter({ core, hub, extra = [] }: RouterParts): Hono {
   const preflight = cors({ origin: '*', allowMethods: ['GET', 'HEAD', 'PUT', 'PATCH', 'POST', 'DELETE'] })
   const limit = bodyLimit({ maxSize: 32 * 1024 * 1024 })
   app.use('/api/*', (c, next) => {
+    if (urlHasNul(c.req.url)) throw badRequest('Text may not contain NUL characters.')
     const method = c.req.method
     if (method === 'OPTIONS') return preflight(c, next)
     if (method === 'GET' || method === 'HEAD') return next()

@@ -15,6 +15,7 @@ import { requireCollection } from '../collections/registry.ts'
 import { server as superuser } from '../records/caller.ts'
 import { nowDate } from '../../tools/dates.ts'
 import { loadDesiredState } from './desired-state.ts'
+import { dropNul } from '../../tools/nul.ts'
 
 type JobFrame = Extract<NodeToServerFrame, { type: `job_${string}` }>
 
@@ -107,7 +108,7 @@ export class NodeRegistry {
       if (isBinary) return
       let parsed: unknown
       try {
-        parsed = JSON.parse(String(data))
+        parsed = JSON.parse(String(data), dropNul)
       } catch {
         return
       }

@@ -105,9 +105,11 @@ export async function listRecords(
   const whereSql = where.length ? sql`WHERE ${sql.join(where, sql` AND `)}` : sql``
   const table = sql.table(collection.name)
 
+  const offset = (page - 1) * perPage
   const rowsQuery = sql<Row>`SELECT r.*, ${owner} AS __owner FROM ${table} AS r ${joins.sql()} ${whereSql}
-    ORDER BY ${sql.join([...order, tiebreaker(query.sort)])} LIMIT ${perPage} OFFSET ${(page - 1) * perPage}`
-  const rows = (await rowsQuery.execute(database.db)).rows
+    ORDER BY ${sql.join([...order, tiebreaker(query.sort)])} LIMIT ${perPage} OFFSET ${offset}`
+  // A page so far out that its offset is no exact integer has no rows (and would overflow SQL's).
+  const rows = Number.isSafeInteger(offset) ? (await rowsQuery.execute(database.db)).rows : []
   let totalItems = -1
   let totalPages = -1
   if (!query.skipTotal) {
