@@ -262,3 +262,20 @@ describe.each(dialects)('[%s] device link flow and node gateway', (dialect) => {
     )
   })
 })
+
+describe('starting link flows', () => {
+  it('is limited per address, with 429 once the window is used up', async () => {
+    const server = await startTestServer('sqlite', {}, { network: { startFlowLimit: { limit: 3, windowMs: 60_000 } } })
+    try {
+      const statuses: number[] = []
+      for (let i = 0; i < 4; i++) statuses.push((await postJson(server, '/api/auth/start-flow', { device_name: `d${i}` })).status)
+      expect(statuses).toEqual([200, 200, 200, 429])
+      const refused = await postJson(server, '/api/auth/start-flow', { device_name: 'again' })
+      expect(refused.body).toEqual({ status: 429, message: 'Too Many Requests.', data: {} })
+      const stored = await server.core.database.db.selectFrom('_link_flows').select('id').execute()
+      expect(stored).toHaveLength(3)
+    } finally {
+      await server.stop()
+    }
+  })
+})

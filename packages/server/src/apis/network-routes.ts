@@ -9,12 +9,13 @@ import type { CoreApp } from '../core/app.ts'
 import { exactError } from '../core/chat/chat-service.ts'
 import type { InferenceNetwork } from '../core/network/inference-network.ts'
 import { DENIED_MESSAGE } from '../core/nodes/link-flows.ts'
-import { ApiError, unauthorized } from '../tools/api-error.ts'
-import { callerOf } from './caller.ts'
+import { ApiError, tooManyRequests, unauthorized } from '../tools/api-error.ts'
+import { callerOf, clientAddress } from './caller.ts'
 import { readBody } from './request-body.ts'
 
 export function bindNetworkRoutes(app: Hono, core: CoreApp, network: InferenceNetwork) {
   app.post('/api/auth/start-flow', async (c) => {
+    if (!network.startFlowLimit.take(clientAddress(c))) throw tooManyRequests()
     const body = startFlowRequestSchema.safeParse(await readBody(c))
     if (!body.success) throw new ApiError(400, 'Device name is required.')
     return c.json(await network.flows.start(body.data.device_name, publicBase(c)))

@@ -11,6 +11,7 @@ import { revokeCredentials } from '../nodes/node-credentials.ts'
 import { NodeRegistry } from '../nodes/node-registry.ts'
 import { Scheduler } from '../scheduler/scheduler.ts'
 import { defaultSchedulerOptions, type SchedulerOptions } from '../scheduler/work.ts'
+import { RateLimit, type RateLimitOptions } from '../../tools/rate-limit.ts'
 
 export interface NetworkOptions {
   scheduler?: Partial<SchedulerOptions>
@@ -20,6 +21,8 @@ export interface NetworkOptions {
   /** How long one wait-flow long poll holds before answering pending. */
   waitFlowTimeoutMs?: number
   maxOutputTokens?: number
+  /** Link flows one address may start per window (anonymous, and each writes a row). */
+  startFlowLimit?: RateLimitOptions
 }
 
 export interface InferenceNetwork {
@@ -28,6 +31,7 @@ export interface InferenceNetwork {
   scheduler: Scheduler
   chat: ChatService
   waitFlowTimeoutMs: number
+  startFlowLimit: RateLimit
   close(): void
 }
 
@@ -62,6 +66,7 @@ export async function createInferenceNetwork(
     scheduler,
     chat,
     waitFlowTimeoutMs: options.waitFlowTimeoutMs ?? 25_000,
+    startFlowLimit: new RateLimit(options.startFlowLimit ?? { limit: 30, windowMs: 10 * 60_000 }),
     close() {
       stopRevoking()
       scheduler.close()
