@@ -46,6 +46,8 @@ const sampling: Sampling = {
 const coordinator = await startCoordinator(18190 + Math.floor(Math.random() * 500), {
   MESHWORK_MODEL_MIRROR: mirror,
   MESHWORK_INITIAL_CREDITS: '100000000',
+  // 50 simulated nodes link from this one address.
+  MESHWORK_LINK_FLOW_LIMIT: '0',
 })
 const home = mkdtempSync(join(tmpdir(), 'meshwork-bench-node-'))
 const url = coordinator.url

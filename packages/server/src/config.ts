@@ -15,6 +15,7 @@ const envSchema = z.object({
   MESHWORK_LOCAL_NODE: z.string().default('1'),
   MESHWORK_MODEL_MIRROR: z.string().optional(),
   MESHWORK_WEB_DIST: z.string().optional(),
+  MESHWORK_LINK_FLOW_LIMIT: z.coerce.number().int().min(0).default(30),
 })
 
 export interface Config {
@@ -32,6 +33,8 @@ export interface Config {
   localNode: boolean
   modelMirror?: string
   webDist?: string
+  /** Link flows one address may start per 10 minutes; 0 or absent: no limit (the environment default is 30). */
+  linkFlowLimit?: number
 }
 
 export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
@@ -48,5 +51,6 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
     localNode: parsed.MESHWORK_LOCAL_NODE !== '0',
     modelMirror: parsed.MESHWORK_MODEL_MIRROR,
     webDist: parsed.MESHWORK_WEB_DIST,
+    linkFlowLimit: parsed.MESHWORK_LINK_FLOW_LIMIT,
   }
 }

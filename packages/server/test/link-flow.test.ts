@@ -278,4 +278,15 @@ describe('starting link flows', () => {
       await server.stop()
     }
   })
+
+  it('takes its limit from the configuration (MESHWORK_LINK_FLOW_LIMIT)', async () => {
+    const server = await startTestServer('sqlite', { linkFlowLimit: 2 })
+    try {
+      const statuses: number[] = []
+      for (let i = 0; i < 3; i++) statuses.push((await postJson(server, '/api/auth/start-flow', { device_name: `d${i}` })).status)
+      expect(statuses).toEqual([200, 200, 429])
+    } finally {
+      await server.stop()
+    }
+  })
 })

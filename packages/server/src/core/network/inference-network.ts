@@ -21,7 +21,8 @@ export interface NetworkOptions {
   /** How long one wait-flow long poll holds before answering pending. */
   waitFlowTimeoutMs?: number
   maxOutputTokens?: number
-  /** Link flows one address may start per window (anonymous, and each writes a row). */
+  /** Link flows one address may start per window (anonymous, and each writes a row); by default
+   * the config's `linkFlowLimit` per 10 minutes. */
   startFlowLimit?: RateLimitOptions
 }
 
@@ -66,7 +67,9 @@ export async function createInferenceNetwork(
     scheduler,
     chat,
     waitFlowTimeoutMs: options.waitFlowTimeoutMs ?? 25_000,
-    startFlowLimit: new RateLimit(options.startFlowLimit ?? { limit: 30, windowMs: 10 * 60_000 }),
+    startFlowLimit: new RateLimit(
+      options.startFlowLimit ?? { limit: core.config.linkFlowLimit || Infinity, windowMs: 10 * 60_000 },
+    ),
     close() {
       stopRevoking()
       scheduler.close()
