@@ -1,6 +1,7 @@
 /**
  * The scaled-out configuration against real PostgreSQL and Redis: the Redis bus, the health
- * endpoint's real checks, and a realtime event crossing from one coordinator process to another.
+ * endpoint's real checks, a realtime event crossing from one coordinator process to another, and
+ * chat requests handed off to a node whose socket is on the other process.
  * Runs when TEST_DATABASE_URL and TEST_REDIS_URL are set (CI sets both).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -8,6 +9,7 @@ import { RedisBus } from '../src/tools/bus/redis-bus.ts'
 import { MemoryBus } from '../src/tools/bus/memory-bus.ts'
 import { modelId } from './fixtures.ts'
 import { signUp, startTestServer, type TestServer } from './harness.ts'
+import { FakeNode, linkNode, postJson, serveModel, waitUntil } from './support/network.ts'
 
 const redisUrl = process.env.TEST_REDIS_URL
 const databaseUrl = process.env.TEST_DATABASE_URL
@@ -87,5 +89,103 @@ describe.runIf(redisUrl && databaseUrl)('two coordinators on PostgreSQL + Redis 
     while (got.length === 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 10))
     expect(got).toEqual(['crossed processes'])
     reader.realtime.unsubscribe()
+  })
+})
+
+describe.runIf(redisUrl && databaseUrl)('job hand-off between two coordinators [postgres]', () => {
+  let a: TestServer
+  let b: TestServer
+  let stories: string
+  beforeAll(async () => {
+    const network = { heartbeatTimeoutMs: 1500, scheduler: { stallMs: 1500, offerTimeoutMs: 1500 } }
+    a = await startTestServer('postgres', { redisUrl }, { network })
+    b = await startTestServer('postgres', { redisUrl, databaseSchema: a.core.config.databaseSchema, dataDir: a.core.config.dataDir }, { network })
+    stories = await modelId(a)
+  })
+  afterAll(async () => {
+    await b.close()
+    await a.stop()
+  })
+
+  /** A node linked through A whose socket is on B, serving stories260K as its owner asked on A. */
+  async function nodeOnB() {
+    const owner = await signUp(a, 'owner')
+    const { nodeId, credential } = await linkNode(a, owner)
+    const node = new FakeNode(b, nodeId, credential)
+    expect(await node.connect()).toBe('open')
+    // The owner's change is made on A; the desired state must reach the node on B.
+    await serveModel(a, owner, nodeId, stories)
+    return { owner, node }
+  }
+
+  const send = async (pb: Awaited<ReturnType<typeof signUp>>, prompt: string) => {
+    const conversation = await pb.collection('conversations').create({ title: 'Across' })
+    const sent = await postJson(a, '/api/chat/send', { conversation_id: conversation.id, model_id: stories, prompt }, pb.authStore.token)
+    expect(sent.status).toBe(200)
+    return sent.body.request_id as string
+  }
+  const finished = (pb: Awaited<ReturnType<typeof signUp>>, id: string) =>
+    waitUntil(async () => {
+      const r = await pb.collection('requests').getOne(id)
+      return (r.status === 'completed' || r.status === 'failed') && r
+    }, 10_000, 'request finished')
+
+  it('answers a request sent to A with a node connected to B, paid once', async () => {
+    const { owner, node } = await nodeOnB()
+    const pb = await signUp(a, 'asker')
+    // A hears of the node at its next hello or heartbeat (the fake node beats every 100 ms).
+    const id = await send(pb, 'Tell me a story')
+    const row = await finished(pb, id)
+    expect(row).toMatchObject({ status: 'completed', response: 'Once upon a time', node: node.nodeId })
+    expect(node.jobs).toHaveLength(1)
+    const balance = await pb.collection('user_balances').getFirstListItem('')
+    const expected = 1000 - (Math.floor('Tell me a story'.length / 4) + 4)
+    expect(balance.balance).toBe(expected)
+    const earned = await owner.collection('user_credit_txs').getFullList({ filter: 'type = "credit_inference_request"' })
+    expect(earned.map((t) => t.amount)).toEqual([Math.floor('Tell me a story'.length / 4) + 4])
+    node.kill()
+  })
+
+  it('gives the job to another node when the node on B dies mid-answer', async () => {
+    const first = await nodeOnB()
+    first.node.script = 'hang'
+    const pb = await signUp(a, 'survivor')
+    const id = await send(pb, 'Hello there')
+    await waitUntil(() => first.node.jobs.length === 1, 5000, 'job reached the node on B')
+    // A second node, this one on A itself, then the first one's socket drops.
+    const owner2 = await signUp(a, 'owner2')
+    const linked = await linkNode(a, owner2)
+    const second = new FakeNode(a, linked.nodeId, linked.credential)
+    second.chunks = ['Second', ' answer']
+    await second.connect()
+    await serveModel(a, owner2, linked.nodeId, stories)
+    first.node.kill()
+    const row = await finished(pb, id)
+    expect(row).toMatchObject({ status: 'completed', response: 'Second answer', node: linked.nodeId })
+    const charges = await pb.collection('user_credit_txs').getFullList({ filter: 'type = "debit_inference_request"' })
+    expect(charges).toHaveLength(1)
+    second.kill()
+  })
+
+  it('forgets the nodes of a coordinator that vanished, and fails their job with can_retry, uncharged', async () => {
+    const c = await startTestServer('postgres', { redisUrl, databaseSchema: a.core.config.databaseSchema, dataDir: a.core.config.dataDir }, { network: { heartbeatTimeoutMs: 1500 } })
+    const owner = await signUp(a, 'owner3')
+    const { nodeId, credential } = await linkNode(a, owner)
+    const node = new FakeNode(c, nodeId, credential)
+    node.script = 'hang'
+    await node.connect()
+    await serveModel(a, owner, nodeId, stories)
+    const pb = await signUp(a, 'stranded')
+    const id = await send(pb, 'Anyone there?')
+    await waitUntil(() => node.jobs.length === 1, 5000, 'job reached the node on C')
+    // C stops without a word to the others (as a crashed process would: its bus goes first).
+    node.silence()
+    await c.core.bus.close()
+    await c.close()
+    const row = await finished(pb, id)
+    expect(row).toMatchObject({ status: 'failed', can_retry: true })
+    const balance = await pb.collection('user_balances').getFirstListItem('')
+    expect(balance.balance).toBe(1000)
+    expect(a.network.registry.get(nodeId)).toBeUndefined()
   })
 })

@@ -2,7 +2,8 @@
  * @module The node registry: one session per connected node socket. It turns what a node reports
  * (hello, heartbeats, model status) into server-side writes of `nodes` / `node_models` (a node
  * never writes records), pushes each node the desired state of its models, and tells the
- * scheduler about job frames, free slots and nodes that went away.
+ * scheduler about job frames, free slots and nodes that went away. Scaled out, the relay makes
+ * nodes connected to other processes available to this process's scheduler (node-relay.ts).
  */
 import type { WebSocket } from 'ws'
 import {
@@ -11,13 +12,29 @@ import {
   type ServerToNodeFrame,
 } from '@meshwork/protocol'
 import type { CoreApp } from '../app.ts'
+import type { Row } from '../records/serialize.ts'
 import { requireCollection } from '../collections/registry.ts'
 import { server as superuser } from '../records/caller.ts'
 import { nowDate } from '../../tools/dates.ts'
 import { loadDesiredState } from './desired-state.ts'
 import { dropNul } from '../../tools/nul.ts'
+import { ApiError } from '../../tools/api-error.ts'
+import { NodeRelay } from './node-relay.ts'
 
-type JobFrame = Extract<NodeToServerFrame, { type: `job_${string}` }>
+export type JobFrame = Extract<NodeToServerFrame, { type: `job_${string}` }>
+
+/** What the scheduler needs of a node, wherever its socket lives. */
+export interface NodeHandle {
+  readonly nodeId: string
+  readonly open: boolean
+  readonly helloed: boolean
+  readonly freeSlots: number
+  /** Jobs this process's scheduler has given the node and not yet seen end. */
+  readonly jobs: Set<string>
+  /** Until then the node counts as full (it said so, e.g. while a cancelled job winds down). */
+  fullUntil: number
+  send(frame: ServerToNodeFrame): boolean
+}
 
 export interface RegistryListener {
   onJobFrame(nodeId: string, frame: JobFrame): void
@@ -26,13 +43,15 @@ export interface RegistryListener {
   onCapacity(): void
 }
 
-export class NodeSession {
+export class NodeSession implements NodeHandle {
   maxJobs = 1
   busyJobs = 0
   helloed = false
   lastFrameAt = Date.now()
   /** Jobs the scheduler has given this node and not yet seen end. */
   readonly jobs = new Set<string>()
+  /** Jobs other coordinator processes have given this node through the relay. */
+  readonly relayedJobs = new Set<string>()
   lastDesired = ''
   chain: Promise<void> = Promise.resolve()
 
@@ -45,12 +64,11 @@ export class NodeSession {
     return this.ws.readyState === 1
   }
 
-  /** Until then the node counts as full (it said so, e.g. while a cancelled job winds down). */
   fullUntil = 0
 
   get freeSlots(): number {
     if (!this.helloed || !this.open || Date.now() < this.fullUntil) return 0
-    return Math.max(0, this.maxJobs - this.jobs.size)
+    return Math.max(0, this.maxJobs - this.jobs.size - this.relayedJobs.size)
   }
 
   send(frame: ServerToNodeFrame): boolean {
@@ -63,12 +81,20 @@ export class NodeSession {
 const nodesCollection = () => requireCollection('nodes')
 const nodeModelsCollection = () => requireCollection('node_models')
 
+interface BusRecordMessage {
+  action: string
+  collection: string
+  row: Row
+}
+
 export class NodeRegistry {
   private sessions = new Map<string, NodeSession>()
   private timer: NodeJS.Timeout
   private unsubscribe: () => void
   listener: RegistryListener | null = null
   private closed = false
+  /** Scaled out only: the hand-off of jobs to nodes connected to other processes. */
+  private relay: NodeRelay | null = null
 
   constructor(
     private core: CoreApp,
@@ -76,21 +102,27 @@ export class NodeRegistry {
   ) {
     this.timer = setInterval(() => this.sweep(), Math.min(5000, heartbeatTimeoutMs / 2))
     this.timer.unref()
-    // What the owner changes reaches the node at once; a deleted node loses its socket.
-    this.unsubscribe = core.events.on((change) => {
-      if (change.collection.name === 'node_models')
-        void this.pushDesiredState(String(change.row.node))
-      if (change.collection.name === 'nodes' && change.action === 'delete')
-        this.get(String(change.row.id))?.ws.terminate()
+    // What the owner changes reaches the node at once, on whichever process the change was made
+    // (record events come over the bus); a deleted node loses its socket.
+    this.unsubscribe = core.bus.subscribe('records', (message) => {
+      const change = message as BusRecordMessage
+      if (change.collection === 'node_models') void this.pushDesiredState(String(change.row.node))
+      if (change.collection === 'nodes' && change.action === 'delete')
+        this.sessions.get(String(change.row.id))?.ws.terminate()
     })
+    if (core.bus.kind === 'redis') {
+      this.relay = new NodeRelay(core.bus, {
+        local: (nodeId) => this.sessions.get(nodeId),
+        onRemoteJobFrame: (nodeId, frame) => this.listener?.onJobFrame(nodeId, frame),
+        onRemoteNodeGone: (nodeId) => this.listener?.onNodeGone(nodeId),
+        onRemoteCapacity: () => this.listener?.onCapacity(),
+      }, heartbeatTimeoutMs)
+    }
   }
 
-  get(nodeId: string): NodeSession | undefined {
-    return this.sessions.get(nodeId)
-  }
-
-  all(): NodeSession[] {
-    return [...this.sessions.values()]
+  /** A node this process can give jobs to: connected here, or (scaled out) to another process. */
+  get(nodeId: string): NodeHandle | undefined {
+    return this.sessions.get(nodeId) ?? this.relay?.remote(nodeId)
   }
 
   attach(nodeId: string, ws: WebSocket): NodeSession {
@@ -100,8 +132,11 @@ export class NodeRegistry {
     if (previous) {
       this.sessions.delete(nodeId)
       this.listener?.onNodeGone(nodeId)
+      this.relay?.gone(nodeId)
       previous.ws.terminate()
     }
+    // Likewise when it was connected to another process until now.
+    this.relay?.forget(nodeId)
     const session = new NodeSession(nodeId, ws)
     this.sessions.set(nodeId, session)
     ws.on('message', (data, isBinary) => {
@@ -140,6 +175,9 @@ export class NodeRegistry {
     this.listener = null
     clearInterval(this.timer)
     this.unsubscribe()
+    // Other processes give this process's jobs on these nodes to others now, not after a timeout.
+    for (const nodeId of this.sessions.keys()) this.relay?.gone(nodeId)
+    this.relay?.close()
     for (const s of this.sessions.values()) s.ws.terminate()
   }
 
@@ -159,6 +197,7 @@ export class NodeRegistry {
             last_seen: nowDate(),
           })
           this.listener?.onCapacity()
+          this.relay?.announce(session)
         })
         return
       case 'heartbeat': {
@@ -173,13 +212,14 @@ export class NodeRegistry {
           }),
         )
         if (freed) this.listener?.onCapacity()
+        if (session.helloed) this.relay?.announce(session)
         return
       }
       case 'model_status':
         this.enqueue(session, () => this.saveModelStatus(session.nodeId, frame))
         return
       default:
-        this.listener?.onJobFrame(session.nodeId, frame)
+        if (!this.relay?.route(session, frame)) this.listener?.onJobFrame(session.nodeId, frame)
     }
   }
 
@@ -210,13 +250,17 @@ export class NodeRegistry {
       frame.node_model_id,
       Object.fromEntries(changed),
     )
-    if (frame.is_serving && !Number(row.is_serving)) this.listener?.onCapacity()
+    if (frame.is_serving && !Number(row.is_serving)) {
+      this.listener?.onCapacity()
+      this.relay?.capacity()
+    }
   }
 
   private detach(session: NodeSession) {
     if (this.closed || this.sessions.get(session.nodeId) !== session) return
     this.sessions.delete(session.nodeId)
     this.listener?.onNodeGone(session.nodeId)
+    this.relay?.gone(session.nodeId)
     session.chain = session.chain.then(async () => {
       // A node may be back already on a new socket; then it stays online.
       if (this.sessions.has(session.nodeId)) return
@@ -237,7 +281,9 @@ export class NodeRegistry {
     // A failed write is reported and the chain goes on: one bad write must not stall a node.
     session.chain = session.chain
       .then(task)
-      .catch((err) => console.error('node registry write failed', err))
+      .catch((err) => {
+        if (!this.closed) console.error('node registry write failed', err)
+      })
   }
 
   private async updateNode(nodeId: string, values: Record<string, unknown>) {
@@ -247,6 +293,11 @@ export class NodeRegistry {
       .where('id', '=', nodeId)
       .executeTakeFirst()
     if (!exists) return
-    await this.core.records.update(superuser, nodesCollection(), nodeId, values)
+    try {
+      await this.core.records.update(superuser, nodesCollection(), nodeId, values)
+    } catch (err) {
+      // Deleted by its owner between the check and the write: nothing left to update.
+      if (!(err instanceof ApiError && err.status === 404)) throw err
+    }
   }
 }

@@ -4,11 +4,11 @@
  * least loaded.
  */
 import type { Db } from '../../db/database.ts'
-import type { NodeRegistry, NodeSession } from '../nodes/node-registry.ts'
+import type { NodeHandle, NodeRegistry } from '../nodes/node-registry.ts'
 
 export interface NodeChoice {
   /** The best node with a free slot, or null. */
-  node: NodeSession | null
+  node: NodeHandle | null
   /** Whether any eligible node exists at all (busy ones included); if not, waiting is useless. */
   anyEligible: boolean
 }
@@ -33,7 +33,7 @@ export async function pickNode(
       reputation: Number(r.reputation),
       tps: Number(r.tps),
     }))
-    .filter((c): c is { session: NodeSession; reputation: number; tps: number } =>
+    .filter((c): c is { session: NodeHandle; reputation: number; tps: number } =>
       Boolean(c.session?.open && c.session.helloed && !exclude.has(c.session.nodeId)),
     )
   const free = eligible.filter((c) => c.session.freeSlots > 0)

@@ -38,14 +38,14 @@ export class RedisBus implements Bus {
     let set = this.handlers.get(channel)
     if (!set) {
       this.handlers.set(channel, (set = new Set()))
-      void this.sub.subscribe(this.prefix + channel)
+      this.sub.subscribe(this.prefix + channel).catch(() => {}) // a closed bus has no subscribers
     }
     set.add(handler)
     return () => {
       set.delete(handler)
       if (set.size === 0) {
         this.handlers.delete(channel)
-        void this.sub.unsubscribe(this.prefix + channel)
+        this.sub.unsubscribe(this.prefix + channel).catch(() => {})
       }
     }
   }

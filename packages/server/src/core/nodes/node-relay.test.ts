@@ -1,0 +1,115 @@
+/**
+ * The relay between two coordinator processes, here two relays on one in-process bus (the Redis
+ * one is exercised end to end in test/scale-out.test.ts).
+ */
+import type { WebSocket } from 'ws'
+import { afterEach, describe, expect, it } from 'vitest'
+import type { ServerToNodeFrame } from '@meshwork/protocol'
+import { MemoryBus } from '../../tools/bus/memory-bus.ts'
+import { NodeRelay, type LocalNodes } from './node-relay.ts'
+import { NodeSession, type JobFrame } from './node-registry.ts'
+
+function fakeSocket() {
+  const sent: ServerToNodeFrame[] = []
+  const ws = { readyState: 1, send: (text: string) => sent.push(JSON.parse(text)) }
+  return { ws: ws as unknown as WebSocket, sent }
+}
+
+/** One process: its local sessions and what its scheduler heard. */
+function process(bus: MemoryBus, timeoutMs = 60_000) {
+  const sessions = new Map<string, NodeSession>()
+  const heard = { frames: [] as Array<[string, JobFrame]>, gone: [] as string[], capacity: 0 }
+  const nodes: LocalNodes = {
+    local: (id) => sessions.get(id),
+    onRemoteJobFrame: (id, frame) => heard.frames.push([id, frame]),
+    onRemoteNodeGone: (id) => heard.gone.push(id),
+    onRemoteCapacity: () => heard.capacity++,
+  }
+  const relay = new NodeRelay(bus, nodes, timeoutMs)
+  const connect = (nodeId: string, maxJobs = 2) => {
+    const socket = fakeSocket()
+    const session = new NodeSession(nodeId, socket.ws)
+    session.helloed = true
+    session.maxJobs = maxJobs
+    sessions.set(nodeId, session)
+    relay.announce(session)
+    return { session, sent: socket.sent }
+  }
+  return { relay, sessions, heard, connect }
+}
+
+const offer = (jobId: string): ServerToNodeFrame => ({
+  type: 'job_offer',
+  job_id: jobId,
+  request_id: 'r1',
+  model_id: 'm1',
+  prompt: { messages: [{ role: 'user', content: 'hi' }] },
+  sampling: { temperature: 0, top_p: 1, top_k: 40, repeat_penalty: 1, frequency_penalty: 0, presence_penalty: 0, max_tokens: 10, context_length: 100 },
+})
+
+describe('node relay', () => {
+  const relays: NodeRelay[] = []
+  afterEach(() => relays.splice(0).forEach((r) => r.close()))
+  const start = (bus: MemoryBus, timeoutMs?: number) => {
+    const p = process(bus, timeoutMs)
+    relays.push(p.relay)
+    return p
+  }
+
+  it('shows a node announced by another process, and carries an offer there and its frames back', () => {
+    const bus = new MemoryBus()
+    const a = start(bus)
+    const b = start(bus)
+    const { session, sent } = b.connect('n1', 2)
+    const remote = a.relay.remote('n1')!
+    expect(remote).toMatchObject({ nodeId: 'n1', open: true, helloed: true, freeSlots: 2 })
+    expect(a.heard.capacity).toBe(1)
+    expect(b.relay.remote('n1')).toBeUndefined() // a process does not see its own nodes as remote
+
+    remote.jobs.add('j1')
+    expect(remote.send(offer('j1'))).toBe(true)
+    expect(sent.map((f) => f.type)).toEqual(['job_offer'])
+    expect(session.relayedJobs.has('j1')).toBe(true)
+    expect(session.freeSlots).toBe(1)
+
+    expect(b.relay.route(session, { type: 'job_chunk', job_id: 'j1', text: 'Hel' })).toBe(true)
+    expect(b.relay.route(session, { type: 'job_done', job_id: 'j1', tokens_input: 1, tokens_output: 1, processing_time_ms: 5 })).toBe(true)
+    expect(a.heard.frames.map(([id, f]) => `${id}:${f.type}`)).toEqual(['n1:job_chunk', 'n1:job_done'])
+    expect(session.relayedJobs.size).toBe(0)
+    // B's own jobs are not routed away.
+    expect(b.relay.route(session, { type: 'job_chunk', job_id: 'mine', text: 'x' })).toBe(false)
+  })
+
+  it('answers an offer for a node that left with a rejection, at once', () => {
+    const bus = new MemoryBus()
+    const a = start(bus)
+    const b = start(bus)
+    b.connect('n1')
+    const remote = a.relay.remote('n1')!
+    b.sessions.delete('n1') // gone from B before the 'gone' message reached A
+    remote.send(offer('j2'))
+    expect(a.heard.frames).toEqual([['n1', { type: 'job_rejected', job_id: 'j2', reason: 'The node went offline' }]])
+  })
+
+  it('forgets a node when its process says it is gone, or moves it, or falls silent', async () => {
+    const bus = new MemoryBus()
+    const a = start(bus, 200)
+    const b = start(bus)
+    const c = start(bus)
+    b.connect('n1')
+    b.relay.gone('n1')
+    expect(a.relay.remote('n1')).toBeUndefined()
+    expect(a.heard.gone).toEqual(['n1'])
+
+    b.connect('n2')
+    c.connect('n2') // reconnected to C: the jobs A gave it through B are lost
+    expect(a.heard.gone).toEqual(['n1', 'n2'])
+    expect(a.relay.remote('n2')).toBeDefined()
+    b.relay.gone('n2') // B's late notice about its old socket changes nothing
+    expect(a.relay.remote('n2')).toBeDefined()
+
+    await new Promise((r) => setTimeout(r, 400))
+    expect(a.relay.remote('n2')).toBeUndefined() // no presence for longer than the timeout
+    expect(a.heard.gone).toEqual(['n1', 'n2', 'n2'])
+  })
+})

@@ -1,0 +1,190 @@
+/**
+ * @module Job hand-off between coordinator processes (scaled out, over the Redis bus). A node's
+ * socket lives on one process, but a chat request may be scheduled on any. Each process announces
+ * its nodes (on hello and every heartbeat) and when capacity appears; every other process keeps a
+ * `RemoteNode` for them, which the scheduler uses like a local session: its frames travel over the
+ * bus to the process holding the socket, and the node's job frames travel back to the process
+ * that offered the job. A process that stops announcing a node (it crashed) loses it after the
+ * heartbeat timeout, and its jobs go to other nodes.
+ */
+import type { ServerToNodeFrame } from '@meshwork/protocol'
+import type { Bus } from '../../tools/bus/bus.ts'
+import { newRecordId } from '../../tools/ids.ts'
+import type { JobFrame, NodeHandle, NodeSession } from './node-registry.ts'
+
+/** What the relay needs of the local registry. */
+export interface LocalNodes {
+  local(nodeId: string): NodeSession | undefined
+  onRemoteJobFrame(nodeId: string, frame: JobFrame): void
+  onRemoteNodeGone(nodeId: string): void
+  onRemoteCapacity(): void
+}
+
+type Broadcast =
+  | { kind: 'presence'; from: string; nodeId: string; maxJobs: number; busyJobs: number }
+  | { kind: 'gone'; from: string; nodeId: string }
+  | { kind: 'capacity'; from: string }
+
+type Direct =
+  | { kind: 'to_node'; from: string; nodeId: string; frame: ServerToNodeFrame }
+  | { kind: 'job_frame'; from: string; nodeId: string; frame: JobFrame }
+
+const BROADCAST = 'nodes'
+const direct = (processId: string) => `process:${processId}`
+const JOB_ENDS = new Set(['job_done', 'job_failed', 'job_rejected'])
+
+/** A node connected to another process, as the scheduler sees it. */
+export class RemoteNode implements NodeHandle {
+  readonly helloed = true
+  readonly open = true
+  fullUntil = 0
+  /** Jobs this process has given the node and not yet seen end. */
+  readonly jobs = new Set<string>()
+  seenAt = Date.now()
+
+  constructor(
+    readonly nodeId: string,
+    public owner: string,
+    public maxJobs: number,
+    public busyJobs: number,
+    private relay: NodeRelay,
+  ) {}
+
+  get freeSlots(): number {
+    if (Date.now() < this.fullUntil) return 0
+    // The node's own count (as of its last heartbeat) covers other processes' jobs; ours are live.
+    return Math.max(0, this.maxJobs - Math.max(this.busyJobs, this.jobs.size))
+  }
+
+  send(frame: ServerToNodeFrame): boolean {
+    this.relay.toNode(this, frame)
+    return true
+  }
+}
+
+export class NodeRelay {
+  readonly processId = newRecordId()
+  private remotes = new Map<string, RemoteNode>()
+  /** Jobs a local node runs for another process: job id -> the offering process and the node. */
+  private relayed = new Map<string, { origin: string; nodeId: string }>()
+  private unsubscribe: Array<() => void>
+  private timer: NodeJS.Timeout
+
+  constructor(
+    private bus: Bus,
+    private nodes: LocalNodes,
+    private timeoutMs: number,
+  ) {
+    this.unsubscribe = [
+      bus.subscribe(BROADCAST, (m) => this.onBroadcast(m as Broadcast)),
+      bus.subscribe(direct(this.processId), (m) => this.onDirect(m as Direct)),
+    ]
+    this.timer = setInterval(() => this.sweep(), Math.max(50, Math.min(5000, timeoutMs / 3)))
+    this.timer.unref()
+  }
+
+  remote(nodeId: string): RemoteNode | undefined {
+    return this.remotes.get(nodeId)
+  }
+
+  /** A local node said hello or sent a heartbeat. */
+  announce(session: NodeSession): void {
+    this.publish({
+      kind: 'presence',
+      from: this.processId,
+      nodeId: session.nodeId,
+      maxJobs: session.maxJobs,
+      busyJobs: Math.max(session.busyJobs, session.jobs.size + session.relayedJobs.size),
+    })
+  }
+
+  /** A local node's socket is gone: its relayed jobs are lost, and their processes hear so. */
+  gone(nodeId: string): void {
+    for (const [jobId, r] of this.relayed) if (r.nodeId === nodeId) this.relayed.delete(jobId)
+    this.publish({ kind: 'gone', from: this.processId, nodeId })
+  }
+
+  capacity(): void {
+    this.publish({ kind: 'capacity', from: this.processId })
+  }
+
+  /** A job frame of a local node: true when it belongs to another process and went there. */
+  route(session: NodeSession, frame: JobFrame): boolean {
+    const relayed = this.relayed.get(frame.job_id)
+    if (!relayed || relayed.nodeId !== session.nodeId) return false
+    if (JOB_ENDS.has(frame.type)) {
+      this.relayed.delete(frame.job_id)
+      session.relayedJobs.delete(frame.job_id)
+    }
+    this.bus.publish(direct(relayed.origin), { kind: 'job_frame', from: this.processId, nodeId: session.nodeId, frame })
+    return true
+  }
+
+  toNode(node: RemoteNode, frame: ServerToNodeFrame): void {
+    this.bus.publish(direct(node.owner), { kind: 'to_node', from: this.processId, nodeId: node.nodeId, frame })
+  }
+
+  close(): void {
+    clearInterval(this.timer)
+    for (const off of this.unsubscribe) off()
+  }
+
+  private publish(message: Broadcast) {
+    this.bus.publish(BROADCAST, message)
+  }
+
+  private onBroadcast(m: Broadcast) {
+    if (m.from === this.processId) return
+    if (m.kind === 'capacity') return this.nodes.onRemoteCapacity()
+    const known = this.remotes.get(m.nodeId)
+    if (m.kind === 'gone') {
+      if (known?.owner === m.from) this.forget(m.nodeId)
+      return
+    }
+    if (this.nodes.local(m.nodeId)) return // it reconnected here; the old process will say 'gone'
+    if (known && known.owner !== m.from) this.forget(m.nodeId) // it moved: its jobs there are lost
+    const node = this.remotes.get(m.nodeId)
+    if (node) {
+      node.maxJobs = m.maxJobs
+      node.busyJobs = m.busyJobs
+      node.seenAt = Date.now()
+      if (node.freeSlots > 0) this.nodes.onRemoteCapacity()
+      return
+    }
+    this.remotes.set(m.nodeId, new RemoteNode(m.nodeId, m.from, m.maxJobs, m.busyJobs, this))
+    this.nodes.onRemoteCapacity()
+  }
+
+  private onDirect(m: Direct) {
+    if (m.kind === 'job_frame') return this.nodes.onRemoteJobFrame(m.nodeId, m.frame)
+    const session = this.nodes.local(m.nodeId)
+    const frame = m.frame
+    if (!session?.open) {
+      // The node left this process: the offering process hears at once instead of after a timeout.
+      if (frame.type === 'job_offer') {
+        const rejected: JobFrame = { type: 'job_rejected', job_id: frame.job_id, reason: 'The node went offline' }
+        this.bus.publish(direct(m.from), { kind: 'job_frame', from: this.processId, nodeId: m.nodeId, frame: rejected })
+      }
+      return
+    }
+    if (frame.type === 'job_offer') {
+      this.relayed.set(frame.job_id, { origin: m.from, nodeId: m.nodeId })
+      session.relayedJobs.add(frame.job_id)
+    } else if (frame.type === 'job_cancel') {
+      this.relayed.delete(frame.job_id)
+      session.relayedJobs.delete(frame.job_id)
+    }
+    session.send(frame)
+  }
+
+  /** The node is no longer on the process that had it: the jobs this process gave it there are lost. */
+  forget(nodeId: string): void {
+    if (!this.remotes.delete(nodeId)) return
+    this.nodes.onRemoteNodeGone(nodeId)
+  }
+
+  private sweep() {
+    const cutoff = Date.now() - this.timeoutMs
+    for (const node of [...this.remotes.values()]) if (node.seenAt < cutoff) this.forget(node.nodeId)
+  }
+}
