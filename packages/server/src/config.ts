@@ -16,6 +16,7 @@ const envSchema = z.object({
   MESHWORK_MODEL_MIRROR: z.string().optional(),
   MESHWORK_WEB_DIST: z.string().optional(),
   MESHWORK_LINK_FLOW_LIMIT: z.coerce.number().int().min(0).default(30),
+  MESHWORK_METRICS_TOKEN: z.string().min(16).optional(),
 })
 
 export interface Config {
@@ -35,6 +36,8 @@ export interface Config {
   webDist?: string
   /** Link flows one address may start per 10 minutes; 0 or absent: no limit (the environment default is 30). */
   linkFlowLimit?: number
+  /** When set, Prometheus metrics are served at /api/metrics to `Authorization: Bearer <token>`. */
+  metricsToken?: string
 }
 
 export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
@@ -52,5 +55,6 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
     modelMirror: parsed.MESHWORK_MODEL_MIRROR,
     webDist: parsed.MESHWORK_WEB_DIST,
     linkFlowLimit: parsed.MESHWORK_LINK_FLOW_LIMIT,
+    metricsToken: parsed.MESHWORK_METRICS_TOKEN || undefined,
   }
 }

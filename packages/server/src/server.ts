@@ -19,6 +19,7 @@ import { bindWebApp } from './apis/web-app.ts'
 import { bindModelDownload } from './apis/model-download.ts'
 import { bindNetworkRoutes } from './apis/network-routes.ts'
 import { attachNodeGateway } from './apis/node-gateway.ts'
+import { createMetrics } from './apis/metrics.ts'
 import { createInferenceNetwork, type InferenceNetwork, type NetworkOptions } from './core/network/inference-network.ts'
 
 export interface RunningServer {
@@ -66,9 +67,11 @@ export async function startServer(config: Config, extras: ServerExtras = {}): Pr
   })
 
   const network = await createInferenceNetwork(core, extras.network)
+  const metrics = config.metricsToken ? createMetrics(config.metricsToken, { core, hub, network }) : undefined
   const app = createRouter({
     core,
     hub,
+    metrics,
     extra: [
       (a: Hono) => bindNetworkRoutes(a, core, network),
       (a: Hono) => bindModelDownload(a, core, config.modelMirror),
@@ -102,6 +105,7 @@ export async function startServer(config: Config, extras: ServerExtras = {}): Pr
     url: `http://${host}:${port}`,
     async close() {
       closeGateway()
+      metrics?.close()
       network.close()
       http.closeAllConnections()
       await new Promise<void>((resolve) => http.close(() => resolve()))

@@ -9,6 +9,7 @@ import type { RealtimeHub } from '../core/realtime/realtime-hub.ts'
 import { badRequest } from '../tools/api-error.ts'
 import { urlHasNul } from '../tools/nul.ts'
 import { onError, onNotFound } from './errors.ts'
+import type { Metrics } from './metrics.ts'
 import { bindHealth } from './health.ts'
 import { bindRealtime } from './realtime.ts'
 import { bindRecordAuth } from './record-auth.ts'
@@ -19,12 +20,15 @@ export interface RouterParts {
   hub: RealtimeHub
   /** Extra route groups (chat, nodes, static web app) mounted after the core API. */
   extra?: Array<(app: Hono) => void>
+  /** Prometheus metrics, when configured. */
+  metrics?: Metrics
 }
 
-export function createRouter({ core, hub, extra = [] }: RouterParts): Hono {
+export function createRouter({ core, hub, extra = [], metrics }: RouterParts): Hono {
   const app = new Hono()
   app.onError(onError)
   app.notFound(onNotFound)
+  if (metrics) app.use('*', metrics.middleware)
   // Every response carries `Access-Control-Allow-Origin: *`, set on the node response in server.ts;
   // Hono's cors answers the preflight only (touching its Response headers on every request cost a
   // tenth of a list request). Bodies are limited where a method has one.
@@ -41,6 +45,7 @@ export function createRouter({ core, hub, extra = [] }: RouterParts): Hono {
   bindRecordAuth(app, core)
   bindRecordCrud(app, core)
   bindRealtime(app, core, hub)
+  metrics?.bind(app)
   for (const bind of extra) bind(app)
   return app
 }

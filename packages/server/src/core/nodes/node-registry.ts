@@ -120,6 +120,11 @@ export class NodeRegistry {
     }
   }
 
+  /** Nodes connected to this process, and (scaled out) those known on other processes. */
+  counts(): { local: number; remote: number } {
+    return { local: this.sessions.size, remote: this.relay?.remoteCount ?? 0 }
+  }
+
   /** A node this process can give jobs to: connected here, or (scaled out) to another process. */
   get(nodeId: string): NodeHandle | undefined {
     return this.sessions.get(nodeId) ?? this.relay?.remote(nodeId)

@@ -83,6 +83,10 @@ export class NodeRelay {
     this.timer.unref()
   }
 
+  get remoteCount(): number {
+    return this.remotes.size
+  }
+
   remote(nodeId: string): RemoteNode | undefined {
     return this.remotes.get(nodeId)
   }

@@ -74,6 +74,16 @@ export class Scheduler implements RegistryListener {
     return this.queue.length + this.byJob.size
   }
 
+  /** Requests waiting for a node. */
+  get queued(): number {
+    return this.queue.length
+  }
+
+  /** Jobs out on nodes. */
+  get running(): number {
+    return this.byJob.size
+  }
+
   onCapacity(): void {
     void this.pump()
   }
@@ -293,7 +303,10 @@ export class Scheduler implements RegistryListener {
   private serial(work: Work, task: () => Promise<void>) {
     work.chain = work.chain
       .then(() => (this.closed ? undefined : task()))
-      .catch((err) => console.error('scheduler write failed', err))
+      .catch((err) => {
+        // Writes cut off by shutdown are expected; restart recovery deals with their requests.
+        if (!this.closed) console.error('scheduler write failed', err)
+      })
       .finally(() => this.checkIdle())
   }
 
