@@ -40,7 +40,7 @@ describe('metrics', () => {
     afterAll(() => server.stop())
 
     it('refuses a missing or wrong token with 401', async () => {
-      for (const headers of [{}, { Authorization: 'Bearer wrong' }, { Authorization: token }]) {
+      for (const headers of [{}, { Authorization: 'Bearer wrong' }, { Authorization: token }] as Array<Record<string, string>>) {
         const res = await fetch(`${server.url}/api/metrics`, { headers })
         expect(res.status).toBe(401)
         expect((await res.json()).status).toBe(401)
