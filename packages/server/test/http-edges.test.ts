@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { dialects, startTestServer, signUp, type TestServer } from './harness.ts'
 import { modelId } from './fixtures.ts'
-import { FakeNode, linkNode, postJson, serveModel, waitUntil } from './support/network.ts'
+import { postJson, servingNode, waitUntil } from './support/network.ts'
 
 describe('HTTP edges', () => {
   let server: TestServer
@@ -94,12 +94,8 @@ describe.each(dialects)('NUL characters [%s]', (dialect) => {
   })
 
   it('are dropped from what a node sends, so its answer is stored and paid for', async () => {
-    const owner = await signUp(server, 'owner')
-    const { nodeId, credential } = await linkNode(server, owner)
-    const node = new FakeNode(server, nodeId, credential)
-    await node.connect()
     const stories = await modelId(server)
-    await serveModel(server, owner, nodeId, stories)
+    const { node } = await servingNode(server, stories)
     node.chunks = ['Hel\u0000lo', ' there\u0000']
     const pb = await signUp(server, 'chatter')
     const conversation = await pb.collection('conversations').create({ title: 'New Chat' })

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { signUp, startTestServer, type TestServer } from './harness.ts'
 import { modelId } from './fixtures.ts'
-import { FakeNode, linkNode, postJson, serveModel, waitUntil } from './support/network.ts'
+import { postJson, servingNode, waitUntil } from './support/network.ts'
 
 const token = 'metrics-token-0123456789'
 
@@ -60,12 +60,8 @@ describe('metrics', () => {
     })
 
     it('show nodes, the scheduler and finished chat requests', async () => {
-      const owner = await signUp(server, 'owner')
-      const { nodeId, credential } = await linkNode(server, owner)
-      const node = new FakeNode(server, nodeId, credential)
-      await node.connect()
       const stories = await modelId(server)
-      await serveModel(server, owner, nodeId, stories)
+      const { node } = await servingNode(server, stories)
       expect(sample(await scrape(), 'meshwork_nodes_connected', 'where="local"')).toBe(1)
 
       const pb = await signUp(server, 'chatter')

@@ -9,7 +9,7 @@ import { RedisBus } from '../src/tools/bus/redis-bus.ts'
 import { MemoryBus } from '../src/tools/bus/memory-bus.ts'
 import { modelId } from './fixtures.ts'
 import { signUp, startTestServer, type TestServer } from './harness.ts'
-import { FakeNode, linkNode, postJson, serveModel, waitUntil } from './support/network.ts'
+import { postJson, servingNode, waitUntil } from './support/network.ts'
 
 const redisUrl = process.env.TEST_REDIS_URL
 const databaseUrl = process.env.TEST_DATABASE_URL
@@ -107,16 +107,9 @@ describe.runIf(redisUrl && databaseUrl)('job hand-off between two coordinators [
     await a.stop()
   })
 
-  /** A node linked through A whose socket is on B, serving stories260K as its owner asked on A. */
-  async function nodeOnB() {
-    const owner = await signUp(a, 'owner')
-    const { nodeId, credential } = await linkNode(a, owner)
-    const node = new FakeNode(b, nodeId, credential)
-    expect(await node.connect()).toBe('open')
-    // The owner's change is made on A; the desired state must reach the node on B.
-    await serveModel(a, owner, nodeId, stories)
-    return { owner, node }
-  }
+  /** A node linked through A whose socket is on B; the owner's serve request, made on A, must
+   * reach it there. */
+  const nodeOnB = () => servingNode(a, stories, b)
 
   const send = async (pb: Awaited<ReturnType<typeof signUp>>, prompt: string) => {
     const conversation = await pb.collection('conversations').create({ title: 'Across' })
@@ -153,15 +146,11 @@ describe.runIf(redisUrl && databaseUrl)('job hand-off between two coordinators [
     const id = await send(pb, 'Hello there')
     await waitUntil(() => first.node.jobs.length === 1, 5000, 'job reached the node on B')
     // A second node, this one on A itself, then the first one's socket drops.
-    const owner2 = await signUp(a, 'owner2')
-    const linked = await linkNode(a, owner2)
-    const second = new FakeNode(a, linked.nodeId, linked.credential)
+    const { node: second } = await servingNode(a, stories)
     second.chunks = ['Second', ' answer']
-    await second.connect()
-    await serveModel(a, owner2, linked.nodeId, stories)
     first.node.kill()
     const row = await finished(pb, id)
-    expect(row).toMatchObject({ status: 'completed', response: 'Second answer', node: linked.nodeId })
+    expect(row).toMatchObject({ status: 'completed', response: 'Second answer', node: second.nodeId })
     const charges = await pb.collection('user_credit_txs').getFullList({ filter: 'type = "debit_inference_request"' })
     expect(charges).toHaveLength(1)
     second.kill()
@@ -169,12 +158,8 @@ describe.runIf(redisUrl && databaseUrl)('job hand-off between two coordinators [
 
   it('forgets the nodes of a coordinator that vanished, and fails their job with can_retry, uncharged', async () => {
     const c = await startTestServer('postgres', { redisUrl, databaseSchema: a.core.config.databaseSchema, dataDir: a.core.config.dataDir }, { network: { heartbeatTimeoutMs: 1500 } })
-    const owner = await signUp(a, 'owner3')
-    const { nodeId, credential } = await linkNode(a, owner)
-    const node = new FakeNode(c, nodeId, credential)
+    const { node } = await servingNode(a, stories, c)
     node.script = 'hang'
-    await node.connect()
-    await serveModel(a, owner, nodeId, stories)
     const pb = await signUp(a, 'stranded')
     const id = await send(pb, 'Anyone there?')
     await waitUntil(() => node.jobs.length === 1, 5000, 'job reached the node on C')
@@ -186,6 +171,6 @@ describe.runIf(redisUrl && databaseUrl)('job hand-off between two coordinators [
     expect(row).toMatchObject({ status: 'failed', can_retry: true })
     const balance = await pb.collection('user_balances').getFirstListItem('')
     expect(balance.balance).toBe(1000)
-    expect(a.network.registry.get(nodeId)).toBeUndefined()
+    expect(a.network.registry.get(node.nodeId)).toBeUndefined()
   })
 })

@@ -13,7 +13,7 @@ import {
   type NodeToServerFrame,
   type ServerToNodeFrame,
 } from '@meshwork/protocol'
-import type { TestServer } from '../harness.ts'
+import { signUp, type TestServer } from '../harness.ts'
 
 export async function postJson(server: TestServer, path: string, body: unknown, token?: string) {
   const res = await fetch(new URL(path, server.url), {
@@ -187,4 +187,17 @@ export async function serveModel(
     'node model serving',
   )
   return nm.id
+}
+
+/**
+ * A new provider's node, linked through `server`, its socket on `socketServer` (another
+ * coordinator process when scaled out), serving `modelId`.
+ */
+export async function servingNode(server: TestServer, modelId: string, socketServer = server) {
+  const owner = await signUp(server, 'owner')
+  const { nodeId, credential } = await linkNode(server, owner)
+  const node = new FakeNode(socketServer, nodeId, credential)
+  await node.connect()
+  await serveModel(server, owner, nodeId, modelId)
+  return { owner, node }
 }
