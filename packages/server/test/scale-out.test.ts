@@ -156,6 +156,18 @@ describe.runIf(redisUrl && databaseUrl)('job hand-off between two coordinators [
     second.kill()
   })
 
+  it('tells a coordinator that starts about the nodes already connected elsewhere', async () => {
+    const { node } = await nodeOnB()
+    node.silence() // no heartbeats from now on: only the start-up sync can tell C
+    const c = await startTestServer('postgres', { redisUrl, databaseSchema: a.core.config.databaseSchema, dataDir: a.core.config.dataDir })
+    try {
+      await waitUntil(() => c.network.registry.get(node.nodeId), 1000, 'C knows the node on B')
+    } finally {
+      node.kill()
+      await c.close()
+    }
+  })
+
   it('forgets the nodes of a coordinator that vanished, and fails their job with can_retry, uncharged', async () => {
     const c = await startTestServer('postgres', { redisUrl, databaseSchema: a.core.config.databaseSchema, dataDir: a.core.config.dataDir }, { network: { heartbeatTimeoutMs: 1500 } })
     const { node } = await servingNode(a, stories, c)

@@ -113,6 +113,7 @@ export class NodeRegistry {
     if (core.bus.kind === 'redis') {
       this.relay = new NodeRelay(core.bus, {
         local: (nodeId) => this.sessions.get(nodeId),
+        all: () => this.sessions.values(),
         onRemoteJobFrame: (nodeId, frame) => this.listener?.onJobFrame(nodeId, frame),
         onRemoteNodeGone: (nodeId) => this.listener?.onNodeGone(nodeId),
         onRemoteCapacity: () => this.listener?.onCapacity(),

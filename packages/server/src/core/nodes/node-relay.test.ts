@@ -21,6 +21,7 @@ function process(bus: MemoryBus, timeoutMs = 60_000) {
   const heard = { frames: [] as Array<[string, JobFrame]>, gone: [] as string[], capacity: 0 }
   const nodes: LocalNodes = {
     local: (id) => sessions.get(id),
+    all: () => sessions.values(),
     onRemoteJobFrame: (id, frame) => heard.frames.push([id, frame]),
     onRemoteNodeGone: (id) => heard.gone.push(id),
     onRemoteCapacity: () => heard.capacity++,
@@ -80,6 +81,16 @@ describe('node relay', () => {
     expect(b.relay.route(session, { type: 'job_chunk', job_id: 'mine', text: 'x' })).toBe(false)
   })
 
+  it('lets a process that starts see the nodes already connected elsewhere at once', async () => {
+    const bus = new MemoryBus()
+    const b = start(bus)
+    b.connect('n1')
+    const a = start(bus)
+    expect(a.relay.remote('n1')).toBeUndefined()
+    await new Promise((r) => setTimeout(r, 0)) // A's sync goes out once its subscriptions are live
+    expect(a.relay.remote('n1')).toMatchObject({ nodeId: 'n1', freeSlots: 2 })
+  })
+
   it('answers an offer for a node that left with a rejection, at once', () => {
     const bus = new MemoryBus()
     const a = start(bus)
@@ -96,6 +107,7 @@ describe('node relay', () => {
     const a = start(bus, 200)
     const b = start(bus)
     const c = start(bus)
+    await new Promise((r) => setTimeout(r, 0)) // the processes' start-up syncs are done
     b.connect('n1')
     b.relay.gone('n1')
     expect(a.relay.remote('n1')).toBeUndefined()
@@ -105,6 +117,7 @@ describe('node relay', () => {
     c.connect('n2') // reconnected to C: the jobs A gave it through B are lost
     expect(a.heard.gone).toEqual(['n1', 'n2'])
     expect(a.relay.remote('n2')).toBeDefined()
+    b.sessions.delete('n2')
     b.relay.gone('n2') // B's late notice about its old socket changes nothing
     expect(a.relay.remote('n2')).toBeDefined()
 

@@ -1,7 +1,8 @@
 /**
  * @module Job hand-off between coordinator processes (scaled out, over the Redis bus). A node's
  * socket lives on one process, but a chat request may be scheduled on any. Each process announces
- * its nodes (on hello and every heartbeat) and when capacity appears; every other process keeps a
+ * its nodes (on hello, every heartbeat, and when a process starts) and when capacity appears;
+ * every other process keeps a
  * `RemoteNode` for them, which the scheduler uses like a local session: its frames travel over the
  * bus to the process holding the socket, and the node's job frames travel back to the process
  * that offered the job. A process that stops announcing a node (it crashed) loses it after the
@@ -15,6 +16,7 @@ import type { JobFrame, NodeHandle, NodeSession } from './node-registry.ts'
 /** What the relay needs of the local registry. */
 export interface LocalNodes {
   local(nodeId: string): NodeSession | undefined
+  all(): Iterable<NodeSession>
   onRemoteJobFrame(nodeId: string, frame: JobFrame): void
   onRemoteNodeGone(nodeId: string): void
   onRemoteCapacity(): void
@@ -24,6 +26,7 @@ type Broadcast =
   | { kind: 'presence'; from: string; nodeId: string; maxJobs: number; busyJobs: number }
   | { kind: 'gone'; from: string; nodeId: string }
   | { kind: 'capacity'; from: string }
+  | { kind: 'sync'; from: string }
 
 type Direct =
   | { kind: 'to_node'; from: string; nodeId: string; frame: ServerToNodeFrame }
@@ -81,6 +84,8 @@ export class NodeRelay {
     ]
     this.timer = setInterval(() => this.sweep(), Math.max(50, Math.min(5000, timeoutMs / 3)))
     this.timer.unref()
+    // A process that starts asks the others for their nodes rather than wait for heartbeats.
+    void bus.subscribed().then(() => this.publish({ kind: 'sync', from: this.processId }))
   }
 
   get remoteCount(): number {
@@ -140,6 +145,10 @@ export class NodeRelay {
   private onBroadcast(m: Broadcast) {
     if (m.from === this.processId) return
     if (m.kind === 'capacity') return this.nodes.onRemoteCapacity()
+    if (m.kind === 'sync') {
+      for (const session of this.nodes.all()) if (session.helloed) this.announce(session)
+      return
+    }
     const known = this.remotes.get(m.nodeId)
     if (m.kind === 'gone') {
       if (known?.owner === m.from) this.forget(m.nodeId)

@@ -10,6 +10,8 @@ export interface Bus {
   readonly kind: 'embedded' | 'redis'
   publish(channel: string, message: unknown): void
   subscribe(channel: string, handler: BusHandler): () => void
+  /** Resolves once every subscription made so far receives messages. */
+  subscribed(): Promise<void>
   /** A real round trip to the backend, for health checks. */
   ping(): Promise<boolean>
   close(): Promise<void>

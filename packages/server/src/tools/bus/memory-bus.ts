@@ -16,6 +16,8 @@ export class MemoryBus implements Bus {
     return () => set.delete(handler)
   }
 
+  async subscribed(): Promise<void> {}
+
   async ping(): Promise<boolean> {
     return true
   }

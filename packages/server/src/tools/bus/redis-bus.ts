@@ -7,6 +7,7 @@ export class RedisBus implements Bus {
   private pub: Redis
   private sub: Redis
   private handlers = new Map<string, Set<BusHandler>>()
+  private pending: Promise<unknown> = Promise.resolve()
 
   constructor(url: string, private prefix = 'meshwork:') {
     const opts = { maxRetriesPerRequest: 2, lazyConnect: false }
@@ -38,7 +39,8 @@ export class RedisBus implements Bus {
     let set = this.handlers.get(channel)
     if (!set) {
       this.handlers.set(channel, (set = new Set()))
-      this.sub.subscribe(this.prefix + channel).catch(() => {}) // a closed bus has no subscribers
+      const done = this.sub.subscribe(this.prefix + channel).catch(() => {}) // a closed bus has no subscribers
+      this.pending = Promise.all([this.pending, done])
     }
     set.add(handler)
     return () => {
@@ -48,6 +50,10 @@ export class RedisBus implements Bus {
         this.sub.unsubscribe(this.prefix + channel).catch(() => {})
       }
     }
+  }
+
+  async subscribed(): Promise<void> {
+    await this.pending
   }
 
   async ping(): Promise<boolean> {
