@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { dialects, expectApiError, signUp, startTestServer, type TestServer } from './harness.ts'
 import { modelId } from './fixtures.ts'
+import { nodeAuthorizationHeader } from '@meshwork/protocol'
 import { FakeNode, linkNode, postJson, serveModel, waitUntil } from './support/network.ts'
 
 describe.each(dialects)('[%s] device link flow and node gateway', (dialect) => {
@@ -126,6 +127,37 @@ describe.each(dialects)('[%s] device link flow and node gateway', (dialect) => {
     expect(expired.body.message).toMatch(/expired/i)
     const waitExpired = await postJson(server, '/api/auth/wait-flow', flow)
     expect(waitExpired.status).toBe(410)
+  })
+
+  it("gives a node's credential no more than a guest's access to the HTTP API", async () => {
+    const owner = await signUp(server, 'credowner')
+    const { nodeId, credential } = await linkNode(server, owner)
+    await owner.collection('conversations').create({ title: 'Private' })
+    const asNode = async (method: string, path: string, body?: unknown) => {
+      const results: number[] = []
+      for (const authorization of [nodeAuthorizationHeader(nodeId, credential), `${nodeId}.${credential}`]) {
+        const res = await fetch(`${server.url}${path}`, {
+          method,
+          headers: { authorization, 'content-type': 'application/json' },
+          body: body === undefined ? undefined : JSON.stringify(body),
+        })
+        results.push(res.status)
+        if (res.status === 200 && method === 'GET') {
+          const list = await res.json()
+          expect(list.items ?? [list], path).toEqual([])
+        }
+      }
+      return results
+    }
+    for (const collection of ['conversations', 'requests', 'user_balances', 'user_credit_txs', 'node_models', 'users']) {
+      expect(await asNode('GET', `/api/collections/${collection}/records`)).toEqual([200, 200])
+    }
+    expect(await asNode('PATCH', `/api/collections/nodes/records/${nodeId}`, { is_active: false })).toEqual([404, 404])
+    expect(await asNode('DELETE', `/api/collections/nodes/records/${nodeId}`)).toEqual([404, 404])
+    expect(await asNode('POST', '/api/collections/conversations/records', { title: 'x' })).toEqual([400, 400])
+    expect(await asNode('POST', '/api/chat/send', { conversation_id: 'x', model_id: 'y', prompt: 'hi' })).toEqual([401, 401])
+    expect(await asNode('POST', '/api/collections/users/auth-refresh')).toEqual([401, 401])
+    expect((await owner.collection('nodes').getOne(nodeId)).id).toBe(nodeId)
   })
 
   it('refuses a wrong or revoked credential on the WebSocket and marks a connected node online', async () => {
