@@ -11,8 +11,7 @@ import type { Config } from './config.ts'
 import { createCore, type CoreApp } from './core/app.ts'
 import { findCollection } from './core/collections/registry.ts'
 import { RealtimeHub } from './core/realtime/realtime-hub.ts'
-import type { Row } from './core/records/serialize.ts'
-import type { RecordAction } from './core/records/record-events.ts'
+import type { RecordBusMessage } from './core/records/record-events.ts'
 import { handleRealtimeStream } from './apis/realtime.ts'
 import { createRouter } from './apis/router.ts'
 import { bindWebApp } from './apis/web-app.ts'
@@ -42,22 +41,17 @@ export interface ServerExtras {
 
 const defaultWebDist = fileURLToPath(new URL('../../web/dist', import.meta.url))
 
-interface BusRecordMessage {
-  action: RecordAction
-  collection: string
-  row: Row
-}
-
 export async function startServer(config: Config, extras: ServerExtras = {}): Promise<RunningServer> {
   const core = await createCore(config)
   const hub = new RealtimeHub(core.database)
 
   // Record events travel over the bus so that, scaled out, every process's subscribers get them.
   core.events.on((change) => {
-    core.bus.publish('records', { action: change.action, collection: change.collection.name, row: change.row })
+    const message: RecordBusMessage = { action: change.action, collection: change.collection.name, row: change.row }
+    core.bus.publish('records', message)
   })
   core.bus.subscribe('records', (message) => {
-    const m = message as BusRecordMessage
+    const m = message as RecordBusMessage
     const collection = findCollection(m.collection)
     if (!collection) return
     if (collection.type === 'auth' && m.action !== 'create') core.auth.forget(m.row.id as string)

@@ -12,7 +12,7 @@ import {
   type ServerToNodeFrame,
 } from '@meshwork/protocol'
 import type { CoreApp } from '../app.ts'
-import type { Row } from '../records/serialize.ts'
+import type { RecordBusMessage } from '../records/record-events.ts'
 import { requireCollection } from '../collections/registry.ts'
 import { server as superuser } from '../records/caller.ts'
 import { nowDate } from '../../tools/dates.ts'
@@ -81,12 +81,6 @@ export class NodeSession implements NodeHandle {
 const nodesCollection = () => requireCollection('nodes')
 const nodeModelsCollection = () => requireCollection('node_models')
 
-interface BusRecordMessage {
-  action: string
-  collection: string
-  row: Row
-}
-
 export class NodeRegistry {
   private sessions = new Map<string, NodeSession>()
   private timer: NodeJS.Timeout
@@ -105,7 +99,7 @@ export class NodeRegistry {
     // What the owner changes reaches the node at once, on whichever process the change was made
     // (record events come over the bus); a deleted node loses its socket.
     this.unsubscribe = core.bus.subscribe('records', (message) => {
-      const change = message as BusRecordMessage
+      const change = message as RecordBusMessage
       if (change.collection === 'node_models') void this.pushDesiredState(String(change.row.node))
       if (change.collection === 'nodes' && change.action === 'delete')
         this.sessions.get(String(change.row.id))?.ws.terminate()

@@ -10,6 +10,14 @@ export interface RecordChange {
   row: Row
 }
 
+/** A record change as it travels on the bus channel `records` (to every process, scaled out). */
+export interface RecordBusMessage {
+  action: RecordAction
+  /** The collection's name. */
+  collection: string
+  row: Row
+}
+
 type Listener = (change: RecordChange) => void
 
 /** Fired after a write commits; realtime and other reactions subscribe here, core never calls them. */
