@@ -2,7 +2,7 @@ import type PocketBase from 'pocketbase'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { dialects, signUp, startTestServer, type TestServer } from './harness.ts'
 import { modelId } from './fixtures.ts'
-import { FakeNode, linkNode, postJson, serveModel, waitUntil } from './support/network.ts'
+import { postJson, servingNode, waitUntil } from './support/network.ts'
 import { applyEntry } from '../src/core/ledger/ledger-entry.ts'
 
 const unavailable = (name: string) =>
@@ -51,14 +51,7 @@ describe.each(dialects)('[%s] chat send, scheduler and credits', (dialect) => {
     (await pb.collection('conversations').create({ title: 'New Chat', user: userId(pb) })).id
 
   /** A provider with one linked, connected node serving `model`. */
-  async function provider(model: string, maxJobs = 1) {
-    const owner = await signUp(server, 'provider')
-    const { nodeId, credential } = await linkNode(server, owner)
-    const node = new FakeNode(server, nodeId, credential, maxJobs)
-    await node.connect()
-    await serveModel(server, owner, nodeId, model)
-    return { owner, node }
-  }
+  const provider = (model: string, maxJobs = 1) => servingNode(server, model, server, maxJobs)
 
   it('validates a send with the spec messages', async () => {
     const pb = await signUp(server, 'validator')

@@ -193,10 +193,10 @@ export async function serveModel(
  * A new provider's node, linked through `server`, its socket on `socketServer` (another
  * coordinator process when scaled out), serving `modelId`.
  */
-export async function servingNode(server: TestServer, modelId: string, socketServer = server) {
+export async function servingNode(server: TestServer, modelId: string, socketServer = server, maxJobs = 1) {
   const owner = await signUp(server, 'owner')
   const { nodeId, credential } = await linkNode(server, owner)
-  const node = new FakeNode(socketServer, nodeId, credential)
+  const node = new FakeNode(socketServer, nodeId, credential, maxJobs)
   await node.connect()
   await serveModel(server, owner, nodeId, modelId)
   return { owner, node }
