@@ -7,9 +7,11 @@
  *   the same engine called directly (call -> end); also the streaming rate (first -> last token)
  * - added time to first token: (send -> first non-empty partial event) minus (call -> first
  *   token), p50 and p99
+ * - the same two figures for the OpenAI-compatible path: a streamed `/v1/chat/completions` with an
+ *   API key (call -> first content chunk, call -> end of the stream), in the same run
  * - dispatch with 50 simulated nodes: POST /api/chat/send -> job_offer at a node, p50/p99, one
  *   send at a time and 16 in flight, and completed requests per second
- * Direct and network generations alternate, so machine noise hits both alike.
+ * Direct, web and `/v1` generations alternate, so machine noise hits them alike.
  * Run: npm run bench:network   (env: RUNS=10, DISPATCHES=200, SIM_NODES=50, CONCURRENCY=16)
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
@@ -22,6 +24,7 @@ import { median, percentile, startCoordinator } from '../lib/coordinator-process
 import { measureDispatch, type DispatchSample } from './measure-dispatch.ts'
 import { openDirectEngine, type GenerationSample } from './measure-direct.ts'
 import { openNetworkPath, type NetworkSample } from './measure-network.ts'
+import { openOpenAiPath } from './measure-openai.ts'
 import { api, linkNode, signUp, waitFor } from './network-client.ts'
 import { startSimulatedNodes } from './simulated-nodes.ts'
 
@@ -48,6 +51,8 @@ const coordinator = await startCoordinator(18190 + Math.floor(Math.random() * 50
   MESHWORK_INITIAL_CREDITS: '100000000',
   // 50 simulated nodes link from this one address.
   MESHWORK_LINK_FLOW_LIMIT: '0',
+  MESHWORK_API_KEY_RATE_LIMIT: '0',
+  MESHWORK_API_USER_RATE_LIMIT: '0',
 })
 const home = mkdtempSync(join(tmpdir(), 'meshwork-bench-node-'))
 const url = coordinator.url
@@ -96,14 +101,26 @@ try {
     () => jobStartedAt,
     () => processCpuMs(coordinator.child.pid!),
   )
+  const { key } = (await api(url, '/api/keys', { name: 'bench' }, user.token)) as { key: string }
+  const v1 = openOpenAiPath(
+    url,
+    key,
+    'stories260K',
+    prompt,
+    sampling.temperature,
+    sampling.max_tokens,
+  )
   const d: GenerationSample[] = []
   const n: NetworkSample[] = []
+  const o: Array<GenerationSample & { chunks: number }> = []
   for (let i = 0; i < runs + 1; i++) {
     const a = await direct.generate()
     const b = await network.generate()
+    const c = await v1.generate()
     if (i === 0) continue // warm-up
     d.push(a)
     n.push(b)
+    o.push(c)
   }
   network.close()
   await direct.dispose()
@@ -128,6 +145,7 @@ try {
   console.log(`stories260K, 1 thread, temperature 0, ${runs} runs each (medians)`)
   console.log(line('engine direct:          ', d))
   console.log(line('through the coordinator: ', n))
+  console.log(line('/v1 stream (API key):   ', o))
   const agentTps = median(n.map((x) => x.agentTps))
   console.log(
     `inside the node agent:   ${agentTps.toFixed(0)} tokens/s (tokens_output / processing_time_ms)`,
@@ -148,6 +166,15 @@ try {
   )
   console.log(
     `throughput ratio:        ${ratio.toFixed(3)} end to end (goal >= 0.95); streaming ${streamRatio.toFixed(3)}`,
+  )
+  const v1Ratio = median(col(o, 'tps')) / median(col(d, 'tps'))
+  const v1StreamRatio = median(col(o, 'streamTps')) / median(col(d, 'streamTps'))
+  const v1Added50 = percentile(col(o, 'ttft'), 50) - percentile(col(d, 'ttft'), 50)
+  const v1Added99 = percentile(col(o, 'ttft'), 99) - percentile(col(d, 'ttft'), 99)
+  console.log(
+    `/v1 against the engine:  ratio ${v1Ratio.toFixed(3)} end to end, streaming ${v1StreamRatio.toFixed(3)}; ` +
+      `added first token p50 ${v1Added50.toFixed(1)} ms, p99 ${v1Added99.toFixed(1)} ms; ` +
+      `${median(o.map((x) => x.chunks))} content chunks per answer`,
   )
   // The cost the path adds per token, and what it would leave of a model making 30 tokens/s.
   const perToken = 1000 / median(col(n, 'streamTps')) - 1000 / median(col(d, 'streamTps'))

@@ -58,7 +58,8 @@ function subscribe(url: string, token: string, topic: string, onEvent: (data: st
 }
 
 async function main() {
-  const server = await startCoordinator(18090)
+  // 1,000 streams of one user from one address: the realtime limits would refuse most of them.
+  const server = await startCoordinator(18090, { MESHWORK_REALTIME_MAX_STREAMS_PER_ADDRESS: '0', MESHWORK_REALTIME_MAX_STREAMS_PER_USER: '0' })
   const { url } = server
   try {
     const email = `bench${Date.now()}@example.com`

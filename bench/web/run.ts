@@ -4,11 +4,13 @@
  * - first-visit JavaScript of /login (signed out) and /chat (signed in): every script response of
  *   a cold page load, each body gzipped with zlib (level 9), summed. Goal: <= 200 KB gzipped.
  * - /chat render time with a long conversation: 200 completed requests seeded server-side; from
- *   navigation start to the last message the screen loads being in the DOM; median of 5 cold loads.
+ *   navigation start to the newest answer shown as rendered markdown inside the message list's
+ *   view; median of 5 cold loads. Goal: <= 150 ms (issue 9 item 6).
  * Figures are printed and written to docs/performance.md under '## Web'.
  * Run: npm run bench:web   (env: RUNS=5, SEED=200)
  */
 import { execFileSync } from 'node:child_process'
+import { cpus, loadavg } from 'node:os'
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { gzipSync } from 'node:zlib'
@@ -28,6 +30,7 @@ import { median } from '../lib/coordinator-process.ts'
 const runs = Number(process.env.RUNS ?? 5)
 const seed = Number(process.env.SEED ?? 200)
 const GOAL_BYTES = 200 * 1024
+const GOAL_RENDER_MS = 150
 
 interface ScriptLoad {
   url: string
@@ -91,28 +94,53 @@ async function renderTimes(
     user.token,
   )
   const shown = history.items.length
-  const marker = `Reply number ${/\d+/.exec(history.items[0]!.prompt)![0]}:`
+  const newest = /\d+/.exec(history.items[0]!.prompt)![0]
+  const marker = `Reply number ${newest}:`
   const times: number[] = []
+  const cpu: number[] = []
+  let rendered = 0
   for (let i = 0; i < runs + 1; i++) {
     const context = await coldContext(browser, user)
     const page = await context.newPage()
+    // The page's main-thread CPU time as well: a figure the machine's other load moves far less.
+    const cdp = await context.newCDPSession(page)
+    await cdp.send('Performance.enable', { timeDomain: 'threadTicks' } as never)
     await page.goto(`${server.url}/chat?c=${conversationId}`, { waitUntil: 'commit' })
+    // Done when the newest answer is on screen as the reader sees it: rendered markdown (its
+    // **bold** is a <strong>), inside the message list's visible area.
     const handle = await page.waitForFunction(
-      (m) =>
-        document.querySelector('[role="log"]')?.textContent?.includes(m)
-          ? performance.now()
-          : false,
+      (m) => {
+        const log = document.querySelector('[role="log"]')
+        if (!log) return false
+        const answer = Array.from(log.querySelectorAll('.markdown')).find(
+          (el) => el.textContent?.includes(m) && el.querySelector('strong'),
+        )
+        if (!answer) return false
+        const box = answer.getBoundingClientRect()
+        const view = log.getBoundingClientRect()
+        return box.top >= view.top && box.bottom <= view.bottom + 1 ? performance.now() : false
+      },
       marker,
       { polling: 'raf', timeout: 30_000 },
     )
     const ms = (await handle.jsonValue()) as number
-    const bubbles = await page.locator('[role="log"] .justify-end').count()
-    if (bubbles !== shown)
-      throw new Error(`expected ${shown} user messages on screen, found ${bubbles}`)
+    const metrics = (await cdp.send('Performance.getMetrics')) as {
+      metrics: Array<{ name: string; value: number }>
+    }
+    const threadMs = 1000 * (metrics.metrics.find((m) => m.name === 'ThreadTime')?.value ?? NaN)
+    rendered = await page.locator('[role="log"] [data-role="user-message"]').count()
+    if (rendered < 1 || rendered >= shown)
+      throw new Error(
+        `expected only the visible part of ${shown} exchanges rendered, found ${rendered}`,
+      )
     await context.close()
-    if (i > 0) times.push(ms) // the first load warms the coordinator's caches, not the browser's
+    if (i > 0) {
+      // The first load warms the coordinator's caches, not the browser's.
+      times.push(ms)
+      cpu.push(threadMs)
+    }
   }
-  return { shown, times }
+  return { shown, times, cpu, rendered }
 }
 
 function kb(bytes: number): string {
@@ -156,7 +184,7 @@ async function main() {
       `Reply number ${seed}:`,
       user,
     )
-    const { shown, times } = await renderTimes(browser, server, user, conversationId)
+    const { shown, times, cpu, rendered } = await renderTimes(browser, server, user, conversationId)
 
     const sum = (l: ScriptLoad[], k: 'bytes' | 'gzipBytes') => l.reduce((s, x) => s + x[k], 0)
     const rows = [
@@ -175,9 +203,16 @@ async function main() {
       )
     }
     const sorted = [...times].sort((a, b) => a - b)
+    const renderMedian = median(times)
     lines.push(
-      `| /chat render, ${seed} requests seeded (${shown} loaded: ${shown * 2} messages), median of ${runs} | ${median(times).toFixed(0)} ms (min ${sorted[0].toFixed(0)}, max ${sorted.at(-1)!.toFixed(0)}) | | |`,
+      `| /chat render, ${seed} requests seeded (${shown} loaded: ${shown * 2} messages; ${rendered} exchanges in the page), median of ${runs} | ${renderMedian.toFixed(0)} ms (min ${sorted[0].toFixed(0)}, max ${sorted.at(-1)!.toFixed(0)}) | <= ${GOAL_RENDER_MS} ms | ${renderMedian <= GOAL_RENDER_MS ? 'met' : 'MISSED'} |`,
     )
+    lines.push(
+      `| /chat render: the page's main-thread CPU time until then, median | ${median(cpu).toFixed(0)} ms | | |`,
+    )
+    const load = loadavg()
+      .map((l) => l.toFixed(2))
+      .join(', ')
     const table = ['| figure | value | goal | |', '| --- | --- | --- | --- |', ...lines].join('\n')
     const files = rows
       .map(
@@ -195,13 +230,16 @@ context so nothing is cached.
 - **first-visit JavaScript**: every \`script\` response of a cold load of the page (signed out for
   /login, signed in for /chat with an empty account, and for /chat with a conversation of replies
   open, which loads the markdown renderer on demand), each body gzipped with zlib level 9, summed.
-- **/chat render**: a conversation seeded server-side with ${seed} completed requests; time from
-  navigation start (\`performance.now()\` in the page) to the text of the last message the screen
-  loads being in the DOM, checked every animation frame. The screen loads the conversation's
-  history page of 50 items (spec section 9), so ${shown} requests (${shown * 2} messages) render.
-  One warm-up load, then the median of ${runs}.
+- **/chat render**: a conversation seeded server-side with ${seed} completed requests, one second
+  apart; time from navigation start (\`performance.now()\` in the page) to the newest answer shown
+  as rendered markdown (its \`<strong>\`) inside the message list's visible area, checked every
+  animation frame. The screen loads the conversation's history page of 50 items (spec section 9),
+  ${shown} requests (${shown * 2} messages), and puts in the page only the rows in and next to the
+  view (${rendered} exchanges here). One warm-up load, then the median of ${runs}. Beside it, the
+  main thread's CPU time over the same span (Chromium's \`ThreadTime\` metric), which the machine's
+  other load moves far less than the wall-clock figure.
 
-Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC on the 2-core development machine (shared with other work):
+Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC on the development machine (${cpus().length} cores, shared with other work; load average ${load} when the run ended):
 
 ${table}
 
@@ -211,6 +249,9 @@ ${files}
     console.log(table)
     console.log(files)
     console.log(`goal: first-visit JavaScript <= 200 KB gzipped (${GOAL_BYTES} bytes)`)
+    console.log(
+      `/chat render: median ${renderMedian.toFixed(0)} ms, goal <= ${GOAL_RENDER_MS} ms (${renderMedian <= GOAL_RENDER_MS ? 'met' : 'MISSED'}); load average ${load}`,
+    )
     writeDocs(section)
   } finally {
     await browser.close()

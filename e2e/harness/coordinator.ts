@@ -10,7 +10,7 @@ import { startServer, type RunningServer } from '../../packages/server/src/serve
 import { requireCollection } from '../../packages/server/src/core/collections/registry.ts'
 import { server as superuser } from '../../packages/server/src/core/records/caller.ts'
 import type { RecordJson } from '../../packages/server/src/core/records/serialize.ts'
-import { repoRoot, webDist } from './web-build.ts'
+import { agentPackage, repoRoot, webDist } from './web-build.ts'
 
 export const modelMirror = join(repoRoot, '../shared/models')
 
@@ -41,6 +41,7 @@ export async function startCoordinator(dist = webDist): Promise<Coordinator> {
     localNode: false,
     modelMirror,
     webDist: dist,
+    agentPackage,
   })
   return {
     ...server,
@@ -150,8 +151,11 @@ export async function seedConversation(
     { user: user.id, model, title },
     user.token,
   )
+  // One second apart, as real turns are: the history is ordered by `created`.
+  const start = Date.now() - count * 1000
   for (let i = 1; i <= count; i++) {
-    await createAsServer(server, 'requests', {
+    const created = new Date(start + i * 1000).toISOString().replace('T', ' ')
+    const request = await createAsServer(server, 'requests', {
       user: user.id,
       conversation: conv.id,
       model,
@@ -163,6 +167,11 @@ export async function seedConversation(
       processing_time_ms: 40 + (i % 7),
       is_partial: false,
     })
+    await server.core.database.db
+      .updateTable('requests')
+      .set({ created, updated: created })
+      .where('id', '=', request.id)
+      .execute()
   }
   return conv.id
 }

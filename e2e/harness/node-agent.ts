@@ -5,7 +5,12 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { linkDevice, startAgent, type RunningAgent } from '../../packages/node/src/index.ts'
+import {
+  linkDevice,
+  startAgent,
+  type RunningAgent,
+  type StartAgentOptions,
+} from '../../packages/node/src/index.ts'
 import { api, waitUntil, type Coordinator, type TestUser } from './coordinator.ts'
 
 export interface LinkedNode {
@@ -45,7 +50,11 @@ export interface NodeAgent {
   stop(): Promise<void>
 }
 
-export async function runAgent(server: Coordinator, linked: LinkedNode): Promise<NodeAgent> {
+export async function runAgent(
+  server: Coordinator,
+  linked: LinkedNode,
+  extra: Partial<StartAgentOptions> = {},
+): Promise<NodeAgent> {
   const home = mkdtempSync(join(tmpdir(), 'meshwork-e2e-node-'))
   const agent = await startAgent({
     server: server.url,
@@ -56,6 +65,7 @@ export async function runAgent(server: Coordinator, linked: LinkedNode): Promise
     gpu: false,
     heartbeatIntervalMs: 1000,
     progressIntervalMs: 20,
+    ...extra,
   })
   return {
     agent,

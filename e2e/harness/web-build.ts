@@ -25,9 +25,14 @@ export function webDistIsStale(dist = webDist): boolean {
   const index = join(dist, 'index.html')
   if (!existsSync(index)) return true
   const built = statSync(index).mtimeMs
-  const inputs = ['src', 'public', 'index.html', 'vite.config.ts', 'package.json'].map((p) =>
-    join(webRoot, p),
-  )
+  const inputs = [
+    'src',
+    'public',
+    'build-plugins',
+    'index.html',
+    'vite.config.ts',
+    'package.json',
+  ].map((p) => join(webRoot, p))
   return inputs.some((p) => existsSync(p) && newestMtime(p) > built)
 }
 
@@ -37,6 +42,16 @@ export function buildWeb(outDir = webDist): void {
     cwd: webRoot,
     // Vitest sets NODE_ENV=test, which would give a development build of React.
     env: { ...process.env, NODE_ENV: 'production' },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  })
+}
+
+/** The node agent package as the suite's coordinators serve it (git-ignored, rebuilt each run). */
+export const agentPackage = join(repoRoot, 'e2e/agent/dist/meshwork-node.tgz')
+
+/** Packs packages/node the way `npm start` does (packages/node/scripts/pack-agent.mjs). */
+export function packAgent(out = agentPackage): void {
+  execFileSync(process.execPath, [join(repoRoot, 'packages/node/scripts/pack-agent.mjs'), out], {
     stdio: ['ignore', 'ignore', 'inherit'],
   })
 }

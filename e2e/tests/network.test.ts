@@ -292,8 +292,12 @@ describe('with a real node', () => {
 
     await item.hover()
     await item.getByRole('button', { name: 'Delete Tales About A Little Dog' }).click()
+    // An in-app dialog with the spec's question (no native confirm box).
+    const confirm = page.getByRole('alertdialog')
+    await confirm.getByText('Are you sure you want to delete this conversation?').waitFor()
+    await confirm.getByRole('button', { name: 'Delete' }).click()
     await sidebar.getByText('No conversations yet').waitFor()
-    expect(dialogs).toContain('Are you sure you want to delete this conversation?')
+    expect(dialogs).not.toContain('Are you sure you want to delete this conversation?')
     const left = await server.core.database.db
       .selectFrom('conversations')
       .select('id')

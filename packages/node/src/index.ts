@@ -22,6 +22,8 @@ export type { DownloadModelFileOptions } from './agent/download-model-file.ts'
 export { ModelManager, UnsafeFileNameError } from './agent/model-manager.ts'
 export { measureTokensPerSecond } from './agent/measure-tokens-per-second.ts'
 export { InvalidFrameError, nodeSocketUrl } from './agent/node-connection.ts'
+export type { CloseInfo } from './agent/node-connection.ts'
+export { describeNetworkError } from './agent/network-errors.ts'
 export {
   LinkDeniedError,
   LinkExpiredError,

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startFakeLinkServer } from '../src/test-support/fake-link-server.ts'
+import { startPlainServer } from '../src/test-support/plain-server.ts'
 
 const BIN = new URL('../bin/meshwork-node.mjs', import.meta.url).pathname
 
@@ -60,5 +61,44 @@ describe('meshwork-node CLI', () => {
     const strict = await runCli(['start', '--bogus'], home)
     expect(strict.code).toBe(1)
     expect(strict.stderr).toMatch(/Unknown argument/)
+  })
+
+  it('login on a linked machine says so and links again only with --force', async () => {
+    const linked = join(home, 'linked')
+    const first = await startFakeLinkServer('approve', 1)
+    expect((await runCli(['login', '--server', first.url, '--no-open'], linked)).code).toBe(0)
+    const flows = first.startBodies.length
+    const again = await runCli(['login', '--server', first.url, '--no-open'], linked)
+    expect(again.code).toBe(0)
+    expect(again.stdout).toContain(
+      `This machine is already linked to ${first.url} as node node_abc`,
+    )
+    expect(again.stdout).toContain('Run `meshwork-node start` to connect it.')
+    expect(again.stdout).toContain(`meshwork-node login --server ${first.url} --force`)
+    expect(first.startBodies.length).toBe(flows) // no second node was started
+    const elsewhere = await runCli(['login', '--server', 'http://127.0.0.1:9', '--no-open'], linked)
+    expect(elsewhere.code).toBe(1)
+    expect(elsewhere.stderr).toContain('It was not linked to http://127.0.0.1:9.')
+    const forced = await runCli(['login', '--server', first.url, '--no-open', '--force'], linked)
+    expect(forced.code).toBe(0)
+    expect(first.startBodies.length).toBeGreaterThan(flows)
+    expect(forced.stdout).toMatch(/Node linked/)
+    await first.close()
+  })
+
+  it('login names the URL and the cause when the coordinator cannot be used', async () => {
+    const closed = await startFakeLinkServer('approve', 1)
+    const url = closed.url
+    await closed.close()
+    const refused = await runCli(['login', '--server', url, '--no-open'], join(home, 'x1'))
+    expect(refused.code).toBe(1)
+    expect(refused.stderr).toContain(`Login failed: Could not reach ${url}: connection refused`)
+    const web = await startPlainServer()
+    const wrong = await runCli(['login', '--server', web.url, '--no-open'], join(home, 'x2'))
+    await web.close()
+    expect(wrong.code).toBe(1)
+    expect(wrong.stderr).toContain(
+      `Login failed: ${web.url} is not a Meshwork server (it answered HTTP 404 to /api/auth/start-flow)`,
+    )
   })
 })

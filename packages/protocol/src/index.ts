@@ -5,6 +5,14 @@
 export {
   NODE_PROTOCOL_VERSION,
   NODE_WS_PATH,
+  NODE_TEXT_LIMITS,
+  MAX_NODE_JOBS,
+  backendClassSchema,
+  tokenIdSchema,
+  scoredPositionSchema,
+  scoreResultFrameSchema,
+  scoreFailedFrameSchema,
+  scoreRequestFrameSchema,
   startFlowRequestSchema,
   startFlowResponseSchema,
   waitFlowRequestSchema,
@@ -56,4 +64,8 @@ export type {
   DesiredStateFrame,
   JobOfferFrame,
   JobCancelFrame,
+  ScoreRequestFrame,
+  ScoreResultFrame,
+  ScoreFailedFrame,
+  ScoredPosition,
 } from './node-protocol.ts'

@@ -83,3 +83,57 @@ describe('node protocol', () => {
     expect(nodeAuthorizationHeader('n1', 'c2')).toBe('Bearer n1.c2')
   })
 })
+
+describe('node protocol limits (everything a node sends is untrusted)', () => {
+  const hello = {
+    type: 'hello',
+    protocol_version: 2,
+    agent_version: '0.1.0',
+    hardware: { cpu_model: 'cpu', cpu_cores: 2, memory_bytes: 1024, gpu: null },
+    engines: [{ kind: 'llama.cpp', version: 'node-llama-cpp 3.22.1', backend: 'cpu-avx2' }],
+    max_jobs: 1,
+  }
+
+  it('bounds every string of hello, and reads a version 1 engine as backend unknown', () => {
+    expect(nodeToServerFrameSchema.safeParse(hello).success).toBe(true)
+    const long = (n: number) => 'x'.repeat(n)
+    for (const bad of [
+      { ...hello, agent_version: long(65) },
+      { ...hello, hardware: { ...hello.hardware, cpu_model: long(201) } },
+      { ...hello, hardware: { ...hello.hardware, gpu: long(201) } },
+      { ...hello, engines: [{ ...hello.engines[0], version: long(101) }] },
+      { ...hello, engines: [{ ...hello.engines[0], backend: 'CUDA <script>' }] },
+      { ...hello, max_jobs: 65 },
+    ])
+      expect(nodeToServerFrameSchema.safeParse(bad).success).toBe(false)
+    const v1 = nodeToServerFrameSchema.parse({
+      ...hello,
+      engines: [{ kind: 'openai', version: null }],
+    })
+    expect(v1).toMatchObject({ engines: [{ backend: 'unknown' }] })
+  })
+
+  it('bounds errors, reasons and chunks; token ids are optional non-negative integers', () => {
+    const ok = (f: object) => nodeToServerFrameSchema.safeParse(f).success
+    expect(ok({ type: 'job_failed', job_id: 'j', error: 'x'.repeat(1000) })).toBe(true)
+    expect(ok({ type: 'job_failed', job_id: 'j', error: 'x'.repeat(1001) })).toBe(false)
+    expect(ok({ type: 'job_rejected', job_id: 'j', reason: 'x'.repeat(201) })).toBe(false)
+    expect(ok({ type: 'job_chunk', job_id: 'j', text: 'a' })).toBe(true)
+    expect(ok({ type: 'job_chunk', job_id: 'j', text: 'a', tokens: [1, 2] })).toBe(true)
+    expect(ok({ type: 'job_chunk', job_id: 'j', text: 'a', tokens: [-1] })).toBe(false)
+    expect(ok({ type: 'job_chunk', job_id: 'j', text: 'a', tokens: [1.5] })).toBe(false)
+    expect(ok({ type: 'job_chunk', job_id: 'j', text: 'a'.repeat(65_537) })).toBe(false)
+    expect(ok({ type: 'job_chunk', job_id: 'x'.repeat(65), text: 'a' })).toBe(false)
+    const status = {
+      type: 'model_status',
+      node_model_id: 'nm',
+      is_downloaded: true,
+      download_progress: 100,
+      is_serving: true,
+      tokens_per_second: 1e9,
+      error_message: '',
+    }
+    expect(ok(status)).toBe(true)
+    expect(ok({ ...status, error_message: 'e'.repeat(1001) })).toBe(false)
+  })
+})

@@ -13,6 +13,12 @@ describe('configuration from the environment', () => {
       tokenTtlSeconds: 432_000,
       localNode: true,
       linkFlowLimit: 30,
+      apiKeyRateLimit: 60,
+      apiUserRateLimit: 120,
+      signupLimit: 10,
+      chatRateLimit: 20,
+      trustedProxies: [],
+      clientIpHeader: 'X-Forwarded-For',
     })
   })
 
@@ -25,6 +31,12 @@ describe('configuration from the environment', () => {
       MESHWORK_INITIAL_CREDITS: '50',
       MESHWORK_LOCAL_NODE: '0',
       MESHWORK_LINK_FLOW_LIMIT: '0',
+      MESHWORK_API_KEY_RATE_LIMIT: '5',
+      MESHWORK_API_USER_RATE_LIMIT: '0',
+      MESHWORK_SIGNUP_LIMIT: '0',
+      MESHWORK_CHAT_RATE_LIMIT: '5',
+      MESHWORK_TRUSTED_PROXIES: ' 10.0.0.0/8, loopback ,',
+      MESHWORK_CLIENT_IP_HEADER: 'X-Real-IP',
     })
     expect(config).toMatchObject({
       port: 9000,
@@ -34,6 +46,12 @@ describe('configuration from the environment', () => {
       initialCredits: 50,
       localNode: false,
       linkFlowLimit: 0,
+      apiKeyRateLimit: 5,
+      apiUserRateLimit: 0,
+      signupLimit: 0,
+      chatRateLimit: 5,
+      trustedProxies: ['10.0.0.0/8', 'loopback'],
+      clientIpHeader: 'X-Real-IP',
     })
   })
 
@@ -41,5 +59,6 @@ describe('configuration from the environment', () => {
     expect(() => configFromEnv({ PORT: 'eighty' })).toThrow()
     expect(() => configFromEnv({ MESHWORK_LINK_FLOW_LIMIT: '-1' })).toThrow()
     expect(() => configFromEnv({ MESHWORK_SECRET: 'short' })).toThrow()
+    expect(() => configFromEnv({ MESHWORK_API_KEY_RATE_LIMIT: 'many' })).toThrow()
   })
 })

@@ -26,8 +26,20 @@ if (config.localNode) {
       server: server.url,
       home: localNodeHome(config.dataDir),
     })
-    localNode.agent.events.on('model_status', (s) => {
-      if (s.error_message) console.error(`Local node: ${s.error_message}`)
+    const agent = localNode.agent
+    // One line per change of state or reason, naming the model (the agent retries by itself).
+    const said = new Map<string, string>()
+    agent.events.on('model_status', (s) => {
+      const name = agent.modelName(s.node_model_id) ?? s.node_model_id
+      const line = s.error_message
+        ? `Local node, ${name}: ${s.error_message}`
+        : s.is_serving
+          ? `Local node, ${name}: serving (${s.tokens_per_second.toFixed(0)} tokens/s)`
+          : null
+      if (!line || said.get(name) === line) return
+      said.set(name, line)
+      if (s.error_message) console.error(line)
+      else console.log(line)
     })
     console.log(`Local node ${localNode.nodeId} started (MESHWORK_LOCAL_NODE=0 turns it off)`)
   } catch (err) {

@@ -11,19 +11,31 @@ import type { Config } from './config.ts'
 import { createCore, type CoreApp } from './core/app.ts'
 import { findCollection } from './core/collections/registry.ts'
 import { RealtimeHub } from './core/realtime/realtime-hub.ts'
+import { RealtimeService, defaultRealtimeLimits } from './core/realtime/realtime-service.ts'
+import { MemoryDirectory, RedisDirectory } from './core/realtime/client-directory.ts'
 import type { RecordBusMessage } from './core/records/record-events.ts'
 import { handleRealtimeStream } from './apis/realtime.ts'
 import { createRouter } from './apis/router.ts'
+import { createOriginResolver } from './apis/client-origin.ts'
+import { setSecurityHeaders } from './apis/security-headers.ts'
 import { bindWebApp } from './apis/web-app.ts'
 import { bindModelDownload } from './apis/model-download.ts'
+import { BuiltinModels } from './core/models/builtin-models.ts'
+import { bindAgentPackage } from './apis/agent-package.ts'
 import { bindNetworkRoutes } from './apis/network-routes.ts'
 import { attachNodeGateway } from './apis/node-gateway.ts'
 import { createMetrics } from './apis/metrics.ts'
+import { bindApiKeyRoutes } from './apis/api-key-routes.ts'
+import { bindOpenAiRoutes } from './apis/openai-routes.ts'
+import { OpenAiApi } from './core/openai/completions.ts'
 import { createInferenceNetwork, type InferenceNetwork, type NetworkOptions } from './core/network/inference-network.ts'
+import { localNodeHome } from './local-node/start-local-node.ts'
+import { join } from 'node:path'
 
 export interface RunningServer {
   core: CoreApp
   hub: RealtimeHub
+  realtime: RealtimeService
   network: InferenceNetwork
   app: Hono
   http: Server
@@ -44,6 +56,9 @@ const defaultWebDist = fileURLToPath(new URL('../../web/dist', import.meta.url))
 export async function startServer(config: Config, extras: ServerExtras = {}): Promise<RunningServer> {
   const core = await createCore(config)
   const hub = new RealtimeHub(core.database)
+  const directory = core.redis ? new RedisDirectory(core.redis, core.processId) : new MemoryDirectory(core.processId)
+  const limits = { ...defaultRealtimeLimits, ...config.realtimeLimits }
+  const realtime = new RealtimeService(hub, core.auth, core.bus, directory, core.processId, limits)
 
   // Record events travel over the bus so that, scaled out, every process's subscribers get them.
   core.events.on((change) => {
@@ -60,15 +75,30 @@ export async function startServer(config: Config, extras: ServerExtras = {}): Pr
     })
   })
 
-  const network = await createInferenceNetwork(core, extras.network)
+  // The coordinator's own tokenizers read model files from the mirror and the built-in node.
+  const modelDirs = [config.modelMirror, join(localNodeHome(config.dataDir), 'models')]
+  const network = await createInferenceNetwork(core, {
+    modelDirs: modelDirs.filter((d): d is string => Boolean(d)),
+    ...extras.network,
+  })
+  const openai = new OpenAiApi(core, network.chat, network.scheduler)
   const metrics = config.metricsToken ? createMetrics(config.metricsToken, { core, hub, network }) : undefined
+  const resolveOrigin = createOriginResolver(config)
   const app = createRouter({
     core,
-    hub,
+    realtime,
     metrics,
+    resolveOrigin,
     extra: [
       (a: Hono) => bindNetworkRoutes(a, core, network),
-      (a: Hono) => bindModelDownload(a, core, config.modelMirror),
+      (a: Hono) =>
+        bindModelDownload(a, core, {
+          mirror: config.modelMirror,
+          builtin: config.builtinModelsDir ? new BuiltinModels(config.builtinModelsDir) : undefined,
+        }),
+      (a: Hono) => bindAgentPackage(a, config.agentPackage),
+      (a: Hono) => bindApiKeyRoutes(a, core),
+      (a: Hono) => bindOpenAiRoutes(a, core, openai),
       ...(extras.routes ?? []).map((bind) => (a: Hono) => bind(a, core)),
       (a: Hono) => {
         bindWebApp(a, config.webDist ?? defaultWebDist)
@@ -78,8 +108,9 @@ export async function startServer(config: Config, extras: ServerExtras = {}): Pr
   const listener = getRequestListener(app.fetch)
   const http = createHttpServer((req, res) => {
     res.setHeader('Access-Control-Allow-Origin', '*')
+    setSecurityHeaders(res)
     if (req.method === 'GET' && req.url?.split('?')[0] === '/api/realtime') {
-      handleRealtimeStream(hub, req, res)
+      void handleRealtimeStream(realtime, req, res, resolveOrigin(req).address)
       return
     }
     listener(req, res)
@@ -92,6 +123,7 @@ export async function startServer(config: Config, extras: ServerExtras = {}): Pr
   return {
     core,
     hub,
+    realtime,
     network,
     app,
     http,
@@ -101,6 +133,8 @@ export async function startServer(config: Config, extras: ServerExtras = {}): Pr
       closeGateway()
       metrics?.close()
       network.close()
+      realtime.stop()
+      openai.close()
       http.closeAllConnections()
       await new Promise<void>((resolve) => http.close(() => resolve()))
       await core.close()

@@ -63,10 +63,11 @@ describe.each(dialects)('[%s] admin commands, model downloads and the local node
         direction: 'credit',
       }),
     ).rejects.toThrow(/No user/)
-    const txs = await pb.collection('user_credit_txs').getFullList({ sort: 'created' })
-    expect(txs.map((t) => [t.type, t.amount])).toEqual([
-      ['credit_admin', 1000],
+    // Rows written within one millisecond share `created`, so the order among them is not pinned.
+    const txs = await pb.collection('user_credit_txs').getFullList()
+    expect(txs.map((t) => [t.type, t.amount]).sort(byTypeThenAmount)).toEqual([
       ['credit_admin', 250],
+      ['credit_admin', 1000],
       ['debit_admin', 50],
     ])
   })
@@ -93,7 +94,7 @@ describe.each(dialects)('[%s] admin commands, model downloads and the local node
     expect(row).toMatchObject({
       file_name: 'tiny-x.Q4.gguf',
       sha256: 'a'.repeat(64),
-      credit_multiplier: 4,
+      credit_multiplier: 4000, // thousandths: the API shows 4
       is_active: 0,
       display_name: 'Tiny X',
       sort_order: 9,
@@ -227,4 +228,24 @@ describe('admin command line', () => {
       rmSync(dataDir, { recursive: true, force: true })
     }
   }, 60_000)
+
+  it('prints its usage and exits 0 for --help, through npm from the root as the README says', async () => {
+    const repoRoot = fileURLToPath(new URL('../../..', import.meta.url))
+    const npm = (...args: string[]) =>
+      promisify(execFile)('npm', ['run', '--silent', ...args], { cwd: repoRoot })
+    const viaWorkspace = await npm('admin', '-w', '@meshwork/server', '--', '--help')
+    expect(viaWorkspace.stdout).toMatch(/^Usage: npm run admin/)
+    expect(viaWorkspace.stdout).toMatch(/model-add/)
+    const viaRoot = await npm('admin', '--', '--help')
+    expect(viaRoot.stdout).toBe(viaWorkspace.stdout)
+    // A wrong option is an error that names it, not a stack trace.
+    await expect(npm('admin', '--', 'models', '--bogus')).rejects.toMatchObject({
+      code: 1,
+      stderr: expect.stringMatching(/Unknown option '--bogus'[\s\S]*Usage:/),
+    })
+  }, 60_000)
 })
+
+function byTypeThenAmount(a: unknown[], b: unknown[]): number {
+  return String(a[0]).localeCompare(String(b[0])) || Number(a[1]) - Number(b[1])
+}

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { dialects, signUp, startTestServer, type TestServer } from './harness.ts'
 import { modelId } from './fixtures.ts'
 import { postJson, servingNode, waitUntil } from './support/network.ts'
-import { applyEntry } from '../src/core/ledger/ledger-entry.ts'
+import { adjustBalance, balanceOf, txsOf } from './support/ledger.ts'
 
 const unavailable = (name: string) =>
   `${name} is currently unavailable. No nodes are online for this model. Please select a different model or try again later.`
@@ -35,18 +35,8 @@ describe.each(dialects)('[%s] chat send, scheduler and credits', (dialect) => {
       .selectAll()
       .where('id', '=', id)
       .executeTakeFirstOrThrow()
-  const balance = (user: string) =>
-    server.core.database.db
-      .selectFrom('user_balances')
-      .selectAll()
-      .where('user', '=', user)
-      .executeTakeFirstOrThrow()
-  const txs = (user: string) =>
-    server.core.database.db
-      .selectFrom('user_credit_txs')
-      .selectAll()
-      .where('user', '=', user)
-      .execute()
+  const balance = (user: string) => balanceOf(server, user)
+  const txs = (user: string) => txsOf(server, user)
   const conversation = async (pb: PocketBase) =>
     (await pb.collection('conversations').create({ title: 'New Chat', user: userId(pb) })).id
 
@@ -334,14 +324,7 @@ describe.each(dialects)('[%s] chat send, scheduler and credits', (dialect) => {
     const conv = await conversation(pb)
     const prompt = 'abcdefgh' // 2 estimated input tokens; hold = (2 + 100) x 1
     const hold = 102
-    await server.core.database.db.transaction().execute((trx) =>
-      applyEntry(trx, {
-        user: userId(pb),
-        type: 'debit_admin',
-        amount: 1000 - 5 * hold,
-        description: 'test',
-      }),
-    )
+    await adjustBalance(server, userId(pb), -(1000 - 5 * hold))
     const answers = await Promise.all(
       Array.from({ length: 20 }, () =>
         send(pb, { conversation_id: conv, model_id: stories, prompt }),

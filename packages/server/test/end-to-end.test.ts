@@ -9,6 +9,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type PocketBase from 'pocketbase'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { getLlama, LlamaLogLevel } from 'node-llama-cpp'
 import { LinkDeniedError, linkDevice, startAgent, type RunningAgent } from '@meshwork/node'
 import { dialects, signUp, startTestServer, type TestServer } from './harness.ts'
 import { modelId } from './fixtures.ts'
@@ -140,11 +141,17 @@ describe.each(dialects)('[%s] end to end with llama.cpp', (dialect) => {
     expect(partials.length).toBeGreaterThan(1)
     expect(String(final.response).length).toBeGreaterThan(partials[0].length)
     expect(final.response).toMatch(/\w/)
+    // The coordinator has stories260K in its mirror: input is counted with its own tokenizer.
+    const llama = await getLlama({ build: 'never', gpu: false, logLevel: LlamaLogLevel.error, logger: () => {} })
+    const vocab = await llama.loadModel({ modelPath: join(mirror, 'stories260K.gguf'), vocabOnly: true })
     expect(final).toMatchObject({
       is_partial: false,
       node: nodeId,
-      tokens_input: Math.floor(prompt.length / 4),
+      tokens_input: vocab.tokenize(prompt).length,
     })
+    // Billed: no more than the text's own tokens (nor the node's, which spell it).
+    expect(final.tokens_output).toBeGreaterThan(0)
+    expect(final.tokens_output).toBeLessThanOrEqual(vocab.tokenize(String(final.response)).length)
     expect(final.tokens_output).toBeGreaterThan(0)
     expect(final.processing_time_ms).toBeGreaterThan(0)
 
@@ -220,8 +227,10 @@ describe.each(dialects)('[%s] end to end with llama.cpp', (dialect) => {
 
   it('finishes a job on another node when its node is stopped mid-stream, charging once', async () => {
     const stories = await modelId(server)
-    const { nodeId: spare } = await agentFor(storiesOwner, 'Spare box')
-    await serve(storiesOwner, spare, stories)
+    // Attempts for one request go to nodes of different owners: the spare is someone else's.
+    const spareOwner = await signUp(server, 'spare')
+    const { nodeId: spare } = await agentFor(spareOwner, 'Spare box')
+    await serve(spareOwner, spare, stories)
     const pb = await signUp(server, 'patient')
     const conv = await pb
       .collection('conversations')

@@ -43,6 +43,9 @@ export async function startTestServer(
     localNode: false,
     webDist: join(dataDir, 'no-web'),
     ...(dialect === 'postgres' ? { databaseUrl: process.env.TEST_DATABASE_URL, databaseSchema: schema } : {}),
+    // Coordinators of one test share a schema, and with it their Redis channels; other tests and
+    // other runs on the same Redis do not hear them.
+    redisPrefix: `meshwork-test-${overrides.databaseSchema ?? schema}`,
     ...overrides,
   }
   const server = await startServer(config, extras)

@@ -63,6 +63,25 @@ describe.each(dialects)('[%s] device link flow and node gateway', (dialect) => {
     expect(reused.status).toBe(400)
   })
 
+  it("tells the approve page the device name the node sent, not the URL's, to signed-in users only", async () => {
+    const owner = await signUp(server, 'labeller')
+    const start = await postJson(server, '/api/auth/start-flow', { device_name: 'Lab box' })
+    const token = start.body.state_token as string
+    // The approve URL still carries `device` (the node prints it); the page no longer trusts it.
+    expect(new URL(String(start.body.approve_url)).searchParams.get('device')).toBe('Lab box')
+    const info = await postJson(server, '/api/auth/flow-info', { state_token: token }, owner.authStore.token)
+    expect(info.status).toBe(200)
+    expect(info.body).toEqual({ device_name: 'Lab box', expires_at: start.body.expires_at })
+    expect((await postJson(server, '/api/auth/flow-info', { state_token: token })).status).toBe(401)
+    const unknown = await postJson(server, '/api/auth/flow-info', { state_token: 'nope' }, owner.authStore.token)
+    expect(unknown.body).toEqual({ status: 400, message: 'Invalid or expired authorization token.', data: {} })
+    const missing = await postJson(server, '/api/auth/flow-info', {}, owner.authStore.token)
+    expect(missing.body.message).toBe('Missing authorization token')
+    // Once decided, the flow is no longer described.
+    await postJson(server, '/api/auth/complete-flow', { state_token: token, status: 'failed', error: 'User denied authorization' }, owner.authStore.token)
+    expect((await postJson(server, '/api/auth/flow-info', { state_token: token }, owner.authStore.token)).status).toBe(400)
+  })
+
   it('denies with the spec body, and the node hears the denial', async () => {
     const owner = await signUp(server, 'denier')
     const flow = (await postJson(server, '/api/auth/start-flow', { device_name: 'Laptop' })).body

@@ -51,10 +51,10 @@ describe.each(dialects)('records API [%s]', (dialect) => {
     expect(body).toMatchObject({ page: 1, perPage: 1000, totalItems: -1, totalPages: -1 })
     const defaults = await (await fetch(`${server.url}/api/collections/models/records`, { headers: { Authorization: pb.authStore.token } })).json()
     expect(defaults.perPage).toBe(30)
-    expect(defaults.totalItems).toBe(2)
+    expect(defaults.totalItems).toBe(7)
     // A page past any offset SQL can hold is simply empty; a number past exact integers is a 400.
     const far = await (await fetch(`${server.url}/api/collections/models/records?page=9007199254740991&perPage=1000`, { headers: { Authorization: pb.authStore.token } })).json()
-    expect(far).toMatchObject({ page: 9007199254740991, perPage: 1000, items: [], totalItems: 2 })
+    expect(far).toMatchObject({ page: 9007199254740991, perPage: 1000, items: [], totalItems: 7 })
     const huge = await fetch(`${server.url}/api/collections/models/records?page=99999999999999999999`)
     expect(huge.status).toBe(400)
     expect((await huge.json()).message).toBe('Invalid page parameter.')
@@ -125,7 +125,7 @@ describe.each(dialects)('records API [%s]', (dialect) => {
 
   it('reads available_models as a view with live node counts, and refuses writes to it', async () => {
     const models = await pb.collection('available_models').getFullList({ sort: 'sort_order,name' })
-    expect(models.map((m) => m.name)).toEqual(['stories260K', 'llama-2-tiny-random'])
+    expect(models.map((m) => m.name)).toEqual(['stories260K', 'qwen2.5-0.5b-instruct', 'llama-3.2-1b-instruct', 'qwen2.5-1.5b-instruct', 'llama-3.2-3b-instruct', 'qwen2.5-7b-instruct', 'llama-2-tiny-random'])
     expect(models[0]).toMatchObject({ node_count: 0, credit_multiplier: 1, display_name: 'Stories 260K' })
     const err = await pb.collection('available_models').create({ name: 'x' }).catch((e) => e)
     expect(err.status).toBe(400)

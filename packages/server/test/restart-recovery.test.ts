@@ -6,6 +6,7 @@ import { RESTART_MESSAGE } from '../src/core/network/inference-network.ts'
 import { dialects, signUp, startTestServer } from './harness.ts'
 import { modelId } from './fixtures.ts'
 import { FakeNode, linkNode, postJson, serveModel, waitUntil } from './support/network.ts'
+import { balanceOf } from './support/ledger.ts'
 
 describe.each(dialects)('[%s] coordinator restart', (dialect) => {
   it('fails unfinished requests as retryable, releases their holds and marks nodes offline', async () => {
@@ -47,13 +48,7 @@ describe.each(dialects)('[%s] coordinator restart', (dialect) => {
         error_message: RESTART_MESSAGE,
         reserved: 0,
       })
-      expect(
-        await db
-          .selectFrom('user_balances')
-          .select(['balance', 'held'])
-          .where('user', '=', userId)
-          .executeTakeFirstOrThrow(),
-      ).toEqual({ balance: 1000, held: 0 })
+      expect(await balanceOf(second, userId)).toMatchObject({ balance: 1000, held: 0 })
       expect(
         (
           await db

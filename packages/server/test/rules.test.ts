@@ -72,6 +72,23 @@ describe.each(dialects)('access rules [%s]', (dialect) => {
     expect((await alice.collection('conversations').getOne(aliceConv)).user).toBe(aliceId)
   })
 
+  it('back-relation expand never reveals a private link to someone who does not own it', async () => {
+    // node_jobs.node and node_jobs.request are owner-only: Bob sees jobs, not whose node ran them
+    // or which request they served, so expanding from the other side must not tell him either.
+    const asBob = await bob.collection('nodes').getOne(aliceNode, { expand: 'node_jobs_via_node' })
+    expect(asBob.expand?.node_jobs_via_node ?? []).toEqual([])
+    const requestAsBob = await bob.collection('requests').getOne(aliceRequest, { expand: 'node_jobs_via_request' })
+    expect(requestAsBob.expand?.node_jobs_via_request ?? []).toEqual([])
+    const listed = await bob.collection('nodes').getFullList({ expand: 'node_jobs_via_node' })
+    for (const node of listed) expect(node.expand?.node_jobs_via_node ?? []).toEqual([])
+    // Nor can he find the link with a filter.
+    expect(await bob.collection('nodes').getFullList({ filter: `node_jobs_via_node.id != ""` })).toEqual([])
+    // The owner sees her own links.
+    const asAlice = await alice.collection('nodes').getOne(aliceNode, { expand: 'node_jobs_via_node' })
+    expect(asAlice.expand?.node_jobs_via_node).toHaveLength(1)
+    expect((await alice.collection('requests').getOne(aliceRequest, { expand: 'node_jobs_via_request' })).expand?.node_jobs_via_request).toHaveLength(1)
+  })
+
   it('requests: others see status and timing, never prompts, responses or owners', async () => {
     const own = await alice.collection('requests').getOne(aliceRequest)
     expect(own).toMatchObject({ prompt: 'my secret prompt', response: 'secret answer', user: aliceId })
@@ -146,7 +163,7 @@ describe.each(dialects)('access rules [%s]', (dialect) => {
   })
 
   it('catalogue, available models and config: readable when signed in, read-only for everybody', async () => {
-    expect((await bob.collection('models').getFullList({ filter: 'is_active = true', sort: 'sort_order' })).length).toBe(2)
+    expect((await bob.collection('models').getFullList({ filter: 'is_active = true', sort: 'sort_order' })).length).toBe(7)
     expect(await guest.collection('models').getFullList()).toEqual([])
     expect(await statusOf(bob.collection('models').create({ name: 'evil' }))).toBe(403)
     expect(await statusOf(bob.collection('models').update(model, { credit_multiplier: 0 }))).toBe(403)

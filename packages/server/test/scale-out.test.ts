@@ -30,7 +30,13 @@ describe('embedded bus', () => {
   it('is what /api/system/health reports when Redis is not configured', async () => {
     const server = await startTestServer('sqlite')
     const health = await (await fetch(`${server.url}/api/system/health`)).json()
-    expect(health).toEqual({ status: 'healthy', services: { database: true, redis: true }, backends: { database: 'sqlite', redis: 'embedded' } })
+    // No Redis: the spec's boolean is false (no Redis answered) and the state says why.
+    expect(health).toEqual({
+      status: 'healthy',
+      services: { database: true, redis: false },
+      states: { database: 'online', redis: 'not_configured' },
+      backends: { database: 'sqlite', redis: 'embedded' },
+    })
     const pbHealth = await (await fetch(`${server.url}/api/health`)).json()
     expect(pbHealth).toEqual({ message: 'API is healthy.', code: 200, data: {} })
     await server.stop()
@@ -44,7 +50,8 @@ describe.runIf(redisUrl)('Redis bus [redis]', () => {
     const b = new RedisBus(redisUrl!, prefix)
     const got: unknown[] = []
     b.subscribe('records', (m) => got.push(m))
-    await new Promise((r) => setTimeout(r, 100))
+    // Publish once the subscription is live (a fixed pause was not always enough on a busy machine).
+    await b.subscribed()
     a.publish('records', { hello: 'world' })
     const end = Date.now() + 2000
     while (got.length === 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 10))
@@ -75,7 +82,12 @@ describe.runIf(redisUrl && databaseUrl)('two coordinators on PostgreSQL + Redis 
 
   it('reports both services from real checks', async () => {
     const health = await (await fetch(`${b.url}/api/system/health`)).json()
-    expect(health).toEqual({ status: 'healthy', services: { database: true, redis: true }, backends: { database: 'postgres', redis: 'redis' } })
+    expect(health).toEqual({
+      status: 'healthy',
+      services: { database: true, redis: true },
+      states: { database: 'online', redis: 'online' },
+      backends: { database: 'postgres', redis: 'redis' },
+    })
   })
 
   it('delivers a record created through one process to a subscriber on the other', async () => {

@@ -5,6 +5,7 @@
 import type PocketBase from 'pocketbase'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { applyEntry } from '../src/core/ledger/ledger-entry.ts'
+import { toUnits } from '../src/core/ledger/credits.ts'
 import { createAsServer, modelId, updateAsServer } from './fixtures.ts'
 import { dialects, signUp, startTestServer, type TestServer } from './harness.ts'
 
@@ -26,7 +27,7 @@ describe.each(dialects)('spec section 7 calls [%s]', (dialect) => {
     conversation = (await pb.collection('conversations').create({ model, title: 'New Chat' })).id
     request = (await createAsServer(server, 'requests', { user: userId, conversation, model, prompt: 'hi', response: 'hello', status: 'completed', tokens_input: 1, tokens_output: 2, node })).id as string
     await server.core.database.db.transaction().execute(async (trx) => {
-      await applyEntry(trx, { user: userId, type: 'debit_inference_request', amount: 3, description: 'Spent on inference request', request })
+      await applyEntry(trx, { user: userId, type: 'debit_inference_request', amount: toUnits(3), description: 'Spent on inference request', request })
     })
   })
   afterAll(() => server.stop())
@@ -75,12 +76,13 @@ describe.each(dialects)('spec section 7 calls [%s]', (dialect) => {
 
   it('Model availability: sorted by sort_order then name, the full list paged 500 at a time', async () => {
     const all = await pb.collection('available_models').getFullList(500, { sort: 'sort_order,name' })
-    expect(all.map((m) => m.name)).toEqual(['stories260K', 'llama-2-tiny-random'])
+    expect(all.map((m) => m.name)).toEqual(['stories260K', 'qwen2.5-0.5b-instruct', 'llama-3.2-1b-instruct', 'qwen2.5-1.5b-instruct', 'llama-3.2-3b-instruct', 'qwen2.5-7b-instruct', 'llama-2-tiny-random'])
   })
 
   it('Model catalogue: is_active = true sorted by sort_order', async () => {
     const all = await pb.collection('models').getFullList({ filter: 'is_active = true', sort: 'sort_order' })
-    expect(all.map((m) => m.file_size_bytes)).toEqual([1185376, 1750560])
+    // The chat models' sizes are pinned from the hub when a node first asks for them.
+    expect(all.map((m) => m.file_size_bytes)).toEqual([1185376, 0, 0, 0, 0, 0, 1750560])
   })
 
   it('Node models: create, filter by node (expand model), optionally is_serving, PATCH, DELETE', async () => {

@@ -20,18 +20,28 @@ const dist = fileURLToPath(new URL('../dist/', import.meta.url))
 const outDir = process.argv[2] ?? '/tmp/shots'
 const types = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css', '.svg': 'image/svg+xml' }
 
-// A real SSE stream for /api/realtime, so the streaming path runs end to end: after the client
-// subscribes to requests/r9 the reply grows word by word, then completes.
+// A real SSE stream for /api/realtime, so the streaming path runs end to end: once the client
+// subscribes to the open conversation's requests (c3) and has sent, the reply grows word by word,
+// then completes. Events go out under the subscription's own key, as the coordinator sends them.
 const streamWords = 'Once upon a time, a **tiny model** told a story about a mesh of friendly computers that shared their work.'.split(' ')
 let sse = null
+let streamKey = null
+let sent = false
+let streaming = false
 function pushStream() {
+  if (!streamKey || !sent || streaming) return
+  streaming = true
   let i = 0
   const timer = setInterval(() => {
     i++
     const done = i >= streamWords.length
     const record = { id: 'r9', collectionName: 'requests', conversation: 'c3', prompt: 'hi', status: done ? 'completed' : 'processing', response: streamWords.slice(0, i).join(' '), is_partial: !done, tokens_input: 3, tokens_output: i, error_message: '', can_retry: false }
-    sse?.write(`event:requests/r9\ndata:${JSON.stringify({ action: 'update', record })}\n\n`)
-    if (done) clearInterval(timer)
+    sse?.write(`event:${streamKey}\ndata:${JSON.stringify({ action: 'update', record })}\n\n`)
+    if (done) {
+      clearInterval(timer)
+      streaming = false
+      sent = false
+    }
   }, 90)
 }
 const server = createServer(async (req, res) => {
@@ -47,7 +57,8 @@ const server = createServer(async (req, res) => {
     req.on('data', (c) => (body += c))
     req.on('end', () => {
       res.writeHead(204).end()
-      if (body.includes('requests/r9')) pushStream()
+      const keys = JSON.parse(body || '{}').subscriptions ?? []
+      streamKey = keys.find((k) => k.startsWith('requests/*') && k.includes('c3')) ?? streamKey
     })
     return
   }
@@ -105,7 +116,12 @@ function api(route) {
   if (p.includes('/config/records')) return json(list([{ default_temperature: 0.7 }]))
   if (p.includes('/user_balances/records')) return json(list([{ balance: 9876.5, total_earned: 120, total_spent: 243.5 }]))
   if (p.includes('/user_credit_txs/records')) return json(list(txs, Number(url.searchParams.get('page') ?? 1), 3))
-  if (p === '/api/chat/send') return json({ request_id: 'r9', status: 'queued', position: 0 })
+  if (p === '/api/chat/send') {
+    sent = true
+    setTimeout(pushStream, 50)
+    return json({ request_id: 'r9', status: 'queued', position: 0 })
+  }
+  if (p === '/api/chat/quote') return json({ available: 1000, estimated_input: 2, max_cost: 258, output_cap: 256, min_cost: 18 })
   return json({ status: 404, message: 'Not found', data: {} }, 404)
 }
 

@@ -28,3 +28,30 @@ describe('ChunkBatcher', () => {
     expect(sent).toEqual(['a'])
   })
 })
+
+describe('ChunkBatcher with token ids', () => {
+  it('sends the ids of each batch with its text, and ids whose text is held back on flush', () => {
+    const sent: Array<[string, number[] | undefined]> = []
+    const batcher = new ChunkBatcher((t, ids) => sent.push([t, ids]), 1000)
+    batcher.push('Once', [10])
+    batcher.push(' upon', [11])
+    batcher.push(' a', [12, 13])
+    batcher.flush()
+    expect(sent).toEqual([
+      ['Once', [10]],
+      [' upon a', [11, 12, 13]],
+    ])
+  })
+
+  it('leaves ids out for engines that give none', () => {
+    const sent: Array<[string, number[] | undefined]> = []
+    const batcher = new ChunkBatcher((t, ids) => sent.push([t, ids]), 1000)
+    batcher.push('a')
+    batcher.push('b')
+    batcher.flush()
+    expect(sent).toEqual([
+      ['a', undefined],
+      ['b', undefined],
+    ])
+  })
+})

@@ -70,3 +70,86 @@ describe('downloadModelFile', () => {
     await expect(stat(join(dir, 'd.gguf'))).rejects.toThrow()
   })
 })
+
+describe('downloadModelFile errors', () => {
+  let server: ModelFileServer
+  let dir = ''
+  beforeAll(async () => {
+    server = await startModelFileServer({ '/f': file })
+    dir = await mkdtemp(join(tmpdir(), 'mw-dl-err-'))
+  })
+  afterAll(async () => {
+    await server.close()
+    await rm(dir, { recursive: true, force: true })
+  })
+
+  it("says why in the server's own words, not just the status", async () => {
+    server.failNext(1, 502, {
+      status: 502,
+      message: 'The model source could not be reached: host not found (huggingface.co).',
+      data: {},
+    })
+    const run = downloadModelFile({
+      url: `${server.url}/f`,
+      directory: dir,
+      fileName: 'e.gguf',
+      sha256,
+      sizeBytes: file.length,
+      attempts: 1,
+    })
+    await expect(run).rejects.toMatchObject({
+      name: 'DownloadHttpError',
+      status: 502,
+      message:
+        'Download failed: The model source could not be reached: host not found (huggingface.co). (HTTP 502 Bad Gateway)',
+    })
+  })
+
+  it('names the address and the cause when the coordinator cannot be reached', async () => {
+    const closed = await startModelFileServer({})
+    const url = closed.url
+    await closed.close()
+    const run = downloadModelFile({
+      url: `${url}/f`,
+      directory: dir,
+      fileName: 'f.gguf',
+      sha256,
+      sizeBytes: file.length,
+      attempts: 1,
+    })
+    await expect(run).rejects.toMatchObject({
+      status: 0,
+      message: `Could not reach ${url} to download f.gguf: connection refused.`,
+    })
+  })
+
+  it('gives up at once on a refusal (4xx) but tries a 5xx again', async () => {
+    server.failNext(1, 404, {
+      status: 404,
+      message: "The requested resource wasn't found.",
+      data: {},
+    })
+    const before = server.requests.length
+    await expect(
+      downloadModelFile({
+        url: `${server.url}/f`,
+        directory: dir,
+        fileName: 'g.gguf',
+        sha256,
+        sizeBytes: file.length,
+        retryDelayMs: 1,
+      }),
+    ).rejects.toMatchObject({ status: 404 })
+    expect(server.requests.length - before).toBe(1)
+    server.failNext(2, 503)
+    const path = await downloadModelFile({
+      url: `${server.url}/f`,
+      directory: dir,
+      fileName: 'g.gguf',
+      sha256,
+      sizeBytes: file.length,
+      retryDelayMs: 1,
+    })
+    expect((await readFile(path)).equals(file)).toBe(true)
+  })
+})

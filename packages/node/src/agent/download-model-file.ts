@@ -9,6 +9,7 @@ import { mkdir, rename, rm, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Readable, Transform } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
+import { describeNetworkError, errorCode } from './network-errors.ts'
 
 export interface DownloadModelFileOptions {
   url: string
@@ -31,15 +32,34 @@ export class ChecksumMismatchError extends Error {
   override name = 'ChecksumMismatchError'
 }
 
-/** The server refused the download (status other than 200/206/416). */
+/** The server refused the download (status other than 200/206/416); status 0: unreachable. */
 export class DownloadHttpError extends Error {
   override name = 'DownloadHttpError'
   constructor(
     readonly status: number,
     message: string,
+    options?: ErrorOptions,
   ) {
-    super(message)
+    super(message, options)
   }
+}
+
+/**
+ * Why the server said no, in its own words: the `message` of a PocketBase-shaped error body
+ * (the coordinator's "The model source could not be reached: ..."), else the start of a text
+ * body, else the status line.
+ */
+async function refusal(res: Response): Promise<string> {
+  const text = (await res.text().catch(() => '')).slice(0, 2000)
+  let message = ''
+  try {
+    const body = JSON.parse(text) as { message?: unknown }
+    if (typeof body.message === 'string') message = body.message.trim()
+  } catch {
+    if (!/^\s*</.test(text)) message = text.trim().split('\n')[0].slice(0, 200)
+  }
+  const status = `HTTP ${res.status}${res.statusText ? ` ${res.statusText}` : ''}`
+  return message ? `${message} (${status})` : status
 }
 
 /** Path of the partial file kept between attempts (and between agent runs). */
@@ -55,10 +75,13 @@ export async function downloadModelFile(options: DownloadModelFileOptions): Prom
     try {
       return await downloadOnce(options)
     } catch (err) {
-      const fatal =
-        options.signal?.aborted ||
-        err instanceof ChecksumMismatchError ||
-        (err instanceof DownloadHttpError && err.status < 500)
+      const refused =
+        err instanceof DownloadHttpError &&
+        err.status > 0 &&
+        err.status < 500 &&
+        err.status !== 408 &&
+        err.status !== 429
+      const fatal = options.signal?.aborted || err instanceof ChecksumMismatchError || refused
       if (fatal || attempt >= attempts) throw err
       await new Promise((r) => setTimeout(r, options.retryDelayMs ?? 500 * attempt))
     }
@@ -73,7 +96,14 @@ async function downloadOnce(o: DownloadModelFileOptions): Promise<string> {
   )
   const headers: Record<string, string> = { ...o.headers }
   if (have > 0) headers.range = `bytes=${have}-`
-  const res = await fetch(o.url, { headers, signal: o.signal })
+  const res = await fetch(o.url, { headers, signal: o.signal }).catch((err: unknown) => {
+    if (o.signal?.aborted) throw err
+    throw new DownloadHttpError(
+      0,
+      `Could not reach ${new URL(o.url).origin} to download ${o.fileName}: ${describeNetworkError(err)}.`,
+      { cause: err },
+    )
+  })
 
   let offset = 0
   if (res.status === 206 && have > 0) offset = have
@@ -82,8 +112,7 @@ async function downloadOnce(o: DownloadModelFileOptions): Promise<string> {
     await res.body?.cancel()
     return verifyAndFinish(o, part, await hashFile(part))
   } else if (res.status !== 200) {
-    await res.body?.cancel()
-    throw new DownloadHttpError(res.status, `Download failed with HTTP ${res.status}`)
+    throw new DownloadHttpError(res.status, `Download failed: ${await refusal(res)}`)
   }
   if (!res.body) throw new DownloadHttpError(res.status, 'Download returned no body')
 
@@ -107,8 +136,17 @@ async function downloadOnce(o: DownloadModelFileOptions): Promise<string> {
       done(null, chunk)
     },
   })
-  await pipeline(source, meter, createWriteStream(part, { flags: offset > 0 ? 'a' : 'w' }), {
-    signal: o.signal,
+  const sink = createWriteStream(part, { flags: offset > 0 ? 'a' : 'w' })
+  await pipeline(source, meter, sink, { signal: o.signal }).catch((err: unknown) => {
+    // A full disk is the owner's to fix; a transfer that broke off is tried again (resuming).
+    if (o.signal?.aborted || /^E(NOSPC|ACCES|PERM|ROFS|DQUOT)$/.test(errorCode(err) ?? ''))
+      throw err
+    const at = total > 0 ? ` at ${Math.floor((received / total) * 100)}%` : ''
+    throw new DownloadHttpError(
+      0,
+      `The download of ${o.fileName} broke off${at}: ${describeNetworkError(err)}.`,
+      { cause: err },
+    )
   })
   return verifyAndFinish(o, part, hash)
 }

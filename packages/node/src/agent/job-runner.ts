@@ -66,13 +66,14 @@ export class JobRunner {
     send({ type: 'job_accepted', job_id: job.job_id })
     onJobEvent?.({ kind: 'started', jobId: job.job_id, modelId: job.model_id })
     const started = performance.now()
-    const chunks = new ChunkBatcher((text) => {
-      if (!signal.aborted) send({ type: 'job_chunk', job_id: job.job_id, text })
+    const chunks = new ChunkBatcher((text, tokens) => {
+      if (signal.aborted) return
+      send({ type: 'job_chunk', job_id: job.job_id, text, ...(tokens ? { tokens } : {}) })
     })
     try {
       const res = await model.generate(
         { messages: job.prompt.messages, sampling: job.sampling },
-        { signal, onText: (text) => chunks.push(text) },
+        { signal, onText: (text, tokens) => chunks.push(text, tokens) },
       )
       if (signal.aborted) throw new GenerationAbortedError()
       chunks.flush()
@@ -96,7 +97,7 @@ export class JobRunner {
         onJobEvent?.({ kind: 'cancelled', jobId: job.job_id })
         return
       }
-      const error = err instanceof Error ? err.message : String(err)
+      const error = (err instanceof Error ? err.message : String(err)).slice(0, 1000)
       send({ type: 'job_failed', job_id: job.job_id, error })
       onJobEvent?.({ kind: 'failed', jobId: job.job_id, error })
     }

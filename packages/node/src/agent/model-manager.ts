@@ -4,12 +4,23 @@
  * cancel, delete, load/serve with a measured speed, unload. Each node model runs one operation
  * at a time; after every operation the entry is reconciled again against its latest desired
  * state. Failures become `error_message`; nothing here throws at the caller.
+ *
+ * A download that fails for a reason that may pass (the network, the coordinator or the model
+ * source being down: 5xx, 408, 429, a dropped connection) is tried again by itself with
+ * exponential backoff (5 s, 10 s, 20 s, ... up to 5 minutes, with jitter); the reason and the wait
+ * are in `error_message`. Other failures (checksum mismatch, 4xx, disk) wait for the owner: a new
+ * `retry` token in the desired state (the Retry button), or a cancel and a new request.
  */
 import { rm, stat } from 'node:fs/promises'
 import { basename, join } from 'node:path'
 import type { DesiredNodeModel, ModelStatusFrame } from '@meshwork/protocol'
 import type { InferenceEngine, LoadedModel } from '../inference/inference-engine.ts'
-import { downloadModelFile, partialPath } from './download-model-file.ts'
+import {
+  ChecksumMismatchError,
+  DownloadHttpError,
+  downloadModelFile,
+  partialPath,
+} from './download-model-file.ts'
 import { measureTokensPerSecond } from './measure-tokens-per-second.ts'
 
 export interface ModelManagerOptions {
@@ -20,6 +31,12 @@ export interface ModelManagerOptions {
   downloadHeaders: Record<string, string>
   onStatus: (status: ModelStatusFrame) => void
   progressIntervalMs?: number
+  /** Tries within one download (a broken transfer resumes at once); default 3. */
+  downloadAttempts?: number
+  /** Backoff of automatic download retries: first wait and longest wait (ms). */
+  retryInitialMs?: number
+  retryMaxMs?: number
+  random?: () => number
 }
 
 type Op = 'check' | 'download' | 'delete' | 'load' | 'unload'
@@ -35,9 +52,14 @@ interface Entry {
   loaded: LoadedModel | null
   /** Last known file path, kept so a removed node model's file can still be deleted. */
   file: string | null
-  /** Set after a failure; cleared when the owner asks again (flag goes false, then true). */
+  /** Set after a failure; cleared by a new retry token, a cancel, or the backoff timer. */
   downloadFailed: boolean
   loadFailed: boolean
+  /** Transient download failures in a row (the backoff grows with them). */
+  failures: number
+  retryTimer: NodeJS.Timeout | null
+  /** The last `retry` token seen from the owner. */
+  retryToken: string
   settled: Promise<void>
 }
 
@@ -57,30 +79,54 @@ export class ModelManager {
 
   /** Applies the full desired set; node models missing from it are unloaded and deleted. */
   apply(desired: DesiredNodeModel[]): void {
-    const seen = new Set<string>()
+    const wanted = new Set(desired.map((d) => d.id))
+    // Removals first: their unload/delete must be under way before a new node model of the same
+    // file looks at the disk (see #sameFileBusy).
+    for (const e of this.#entries.values()) {
+      if (!wanted.has(e.id) && e.desired) {
+        e.desired = null
+        this.#clearFailure(e)
+        this.#reconcile(e)
+      }
+    }
     for (const d of desired) {
-      seen.add(d.id)
       let e = this.#entries.get(d.id)
       if (!e) {
-        e = newEntry(d.id)
+        e = newEntry(d.id, d.retry ?? '')
         this.#entries.set(d.id, e)
       }
-      if (!d.requested_download) e.downloadFailed = false
+      if ((d.retry ?? '') !== e.retryToken) {
+        // The owner asked to try again now: forget failures and the backoff.
+        e.retryToken = d.retry ?? ''
+        this.#clearFailure(e)
+        e.loadFailed = false
+      }
+      if (!d.requested_download && (e.downloadFailed || e.retryTimer)) {
+        // A cancelled download that had failed: its reason goes with it.
+        this.#clearFailure(e)
+        if (!e.status.is_downloaded) this.#set(e, { error_message: '' }, d)
+      }
       if (!d.requested_serving) e.loadFailed = false
       e.desired = d
       this.#reconcile(e)
-    }
-    for (const e of this.#entries.values()) {
-      if (!seen.has(e.id) && e.desired) {
-        e.desired = null
-        this.#reconcile(e)
-      }
     }
   }
 
   /** Current status of every known node model (sent again after a reconnect). */
   statuses(): ModelStatusFrame[] {
     return [...this.#entries.values()].filter((e) => e.desired).map(frameOf)
+  }
+
+  /** The catalogue model a node model is for (as last desired), for log lines that name it. */
+  modelOf(nodeModelId: string): DesiredNodeModel['model'] | undefined {
+    return this.#entries.get(nodeModelId)?.desired?.model
+  }
+
+  /** The catalogue model with id `modelId`, if any node model is for it. */
+  catalogueModel(modelId: string): DesiredNodeModel['model'] | undefined {
+    for (const e of this.#entries.values())
+      if (e.desired?.model.id === modelId) return e.desired.model
+    return undefined
   }
 
   /** The loaded model serving catalogue model `modelId`, if any. */
@@ -103,7 +149,10 @@ export class ModelManager {
   /** Stops downloads (keeping `.part` files for resume), unloads everything. */
   async dispose(): Promise<void> {
     this.#disposed = true
-    for (const e of this.#entries.values()) e.abort?.abort()
+    for (const e of this.#entries.values()) {
+      e.abort?.abort()
+      this.#clearFailure(e)
+    }
     await this.idle()
     await Promise.all(
       [...this.#entries.values()].map((e) => e.loaded?.unload().catch(() => undefined)),
@@ -115,6 +164,13 @@ export class ModelManager {
     const d = e.desired
     if (e.op === 'download' && !d?.requested_download) e.abort?.abort()
     if (e.op) return
+    // One file, one operation: a removed node model may still be deleting the file a new node
+    // model of the same catalogue model is about to check or download.
+    const other = this.#sameFileBusy(e)
+    if (other) {
+      void other.settled.then(() => this.#reconcile(e))
+      return
+    }
     const s = e.status
     const needsFile = this.#o.engine.needsModelFile
     if (!d) {
@@ -182,6 +238,7 @@ export class ModelManager {
             sizeBytes: model!.file_size_bytes,
             signal: ac.signal,
             progressIntervalMs: this.#o.progressIntervalMs ?? 250,
+            attempts: this.#o.downloadAttempts,
             onProgress: (p) => this.#set(e, { download_progress: pct(p, 100) }),
           })
         } catch (err) {
@@ -193,6 +250,7 @@ export class ModelManager {
         } finally {
           e.abort = null
         }
+        e.failures = 0
         return this.#set(e, { is_downloaded: true, download_progress: 100 })
       }
       case 'delete':
@@ -226,10 +284,50 @@ export class ModelManager {
   }
 
   #fail(e: Entry, op: Op, err: unknown): void {
-    if (op === 'download') e.downloadFailed = true
     if (op === 'load') e.loadFailed = true
-    const message = err instanceof Error ? err.message : String(err)
-    this.#set(e, { error_message: message, ...(op === 'download' ? { download_progress: 0 } : {}) })
+    let message = err instanceof Error ? err.message : String(err)
+    if (op === 'download') {
+      e.downloadFailed = true
+      if (isTransient(err) && !this.#disposed && e.desired?.requested_download) {
+        const wait = this.#backoff(e.failures++)
+        message = `${message} Retrying in ${formatWait(wait)}.`
+        e.retryTimer = setTimeout(() => {
+          e.retryTimer = null
+          e.downloadFailed = false
+          this.#reconcile(e)
+        }, wait)
+        e.retryTimer.unref?.()
+      }
+    }
+    // A checksum mismatch removed the partial file: nothing of it is left to resume.
+    const progress = err instanceof ChecksumMismatchError ? { download_progress: 0 } : {}
+    this.#set(e, { error_message: message, ...progress })
+  }
+
+  #sameFileBusy(e: Entry): Entry | undefined {
+    const name = e.desired?.model.file_name ?? (e.file ? basename(e.file) : null)
+    if (!name) return undefined
+    for (const o of this.#entries.values()) {
+      if (o === e || !o.op) continue
+      const otherName = o.desired?.model.file_name ?? (o.file ? basename(o.file) : null)
+      if (otherName === name) return o
+    }
+    return undefined
+  }
+
+  #clearFailure(e: Entry): void {
+    if (e.retryTimer) clearTimeout(e.retryTimer)
+    e.retryTimer = null
+    e.failures = 0
+    e.downloadFailed = false
+  }
+
+  #backoff(failures: number): number {
+    return retryDelay(failures, {
+      initialMs: this.#o.retryInitialMs,
+      maxMs: this.#o.retryMaxMs,
+      random: this.#o.random,
+    })
   }
 
   #path(fileName: string): string {
@@ -240,15 +338,43 @@ export class ModelManager {
     return join(this.#o.modelsDir, name)
   }
 
-  #set(e: Entry, patch: Partial<Status>): void {
+  #set(e: Entry, patch: Partial<Status>, desired = e.desired): void {
     const next = { ...e.status, ...patch }
     const changed = (Object.keys(next) as (keyof Status)[]).some((k) => next[k] !== e.status[k])
     e.status = next
-    if (changed && e.desired) this.#o.onStatus(frameOf(e))
+    if (changed && desired) this.#o.onStatus(frameOf(e))
   }
 }
 
-function newEntry(id: string): Entry {
+/** A failure that may pass by itself: worth trying again without the owner. */
+export function isTransient(err: unknown): boolean {
+  if (err instanceof ChecksumMismatchError || err instanceof UnsafeFileNameError) return false
+  if (err instanceof DownloadHttpError) {
+    return err.status >= 500 || err.status === 408 || err.status === 429 || err.status === 0
+  }
+  // Disk problems need a person; anything else (fetch failed, reset, timeout) is the network.
+  const code = (err as { code?: unknown } | null)?.code
+  return !(typeof code === 'string' && /^E(NOSPC|ACCES|PERM|ROFS|DQUOT|ISDIR|NOTDIR)$/.test(code))
+}
+
+/**
+ * The wait before automatic retry number `failures + 1`: doubling from `initialMs` (5 s) up to
+ * `maxMs` (5 min), jittered within the upper half so many nodes do not retry in step.
+ */
+export function retryDelay(
+  failures: number,
+  o: { initialMs?: number; maxMs?: number; random?: () => number } = {},
+): number {
+  const ceiling = Math.min(o.maxMs ?? 300_000, (o.initialMs ?? 5000) * 2 ** Math.min(failures, 20))
+  return Math.round(ceiling / 2 + (ceiling / 2) * (o.random ?? Math.random)())
+}
+
+function formatWait(ms: number): string {
+  const s = Math.max(1, Math.round(ms / 1000))
+  return s < 90 ? `${s} s` : `${Math.round(s / 60)} min`
+}
+
+function newEntry(id: string, retryToken: string): Entry {
   return {
     id,
     desired: null,
@@ -266,6 +392,9 @@ function newEntry(id: string): Entry {
     file: null,
     downloadFailed: false,
     loadFailed: false,
+    failures: 0,
+    retryTimer: null,
+    retryToken,
     settled: Promise.resolve(),
   }
 }

@@ -4,6 +4,7 @@
  * full jitter. Frames are validated with the protocol's zod schemas in both directions.
  */
 import WebSocket from 'ws'
+import { describeNetworkError } from './network-errors.ts'
 import {
   NODE_WS_PATH,
   serverToNodeFrameSchema,
@@ -17,7 +18,7 @@ export interface NodeConnectionOptions {
   authorization: string
   onOpen: () => void
   onFrame: (frame: ServerToNodeFrame) => void
-  onClose: (info: { code: number; reason: string; reconnectInMs: number | null }) => void
+  onClose: (info: CloseInfo) => void
   /** The coordinator refused the credential (HTTP 401/403 on upgrade); no reconnect follows. */
   onUnauthorized: (status: number) => void
   /** A frame that is not valid JSON or not a known frame; it is dropped. */
@@ -25,6 +26,14 @@ export interface NodeConnectionOptions {
   initialBackoffMs?: number
   maxBackoffMs?: number
   random?: () => number
+}
+
+export interface CloseInfo {
+  code: number
+  reason: string
+  reconnectInMs: number | null
+  /** The socket never opened: why, in words ('connection refused', 'not a Meshwork server ...'). */
+  cause?: string
 }
 
 /** A frame from the coordinator failed validation. */
@@ -87,7 +96,10 @@ export class NodeConnection {
     })
     this.#ws = ws
     let refused = false
+    let opened = false
+    let cause: string | undefined
     ws.on('open', () => {
+      opened = true
       this.#attempt = 0
       this.#o.onOpen()
     })
@@ -114,15 +126,25 @@ export class NodeConnection {
         refused = true
         this.#stopped = true
         this.#o.onUnauthorized(status)
+      } else {
+        // Something answers HTTP there, but not the node WebSocket: a wrong URL or another app.
+        cause = `not a Meshwork server (it answered HTTP ${status} to ${NODE_WS_PATH})`
       }
       ws.terminate()
     })
     // Connection errors are followed by 'close', where the reconnect is scheduled.
-    ws.on('error', () => {})
+    ws.on('error', (err) => {
+      if (!opened) cause ??= describeNetworkError(err)
+    })
     ws.on('close', (code, reason) => {
       if (this.#ws === ws) this.#ws = null
       const delay = this.#stopped || refused ? null : this.#nextDelay()
-      this.#o.onClose({ code, reason: reason.toString(), reconnectInMs: delay })
+      this.#o.onClose({
+        code,
+        reason: reason.toString(),
+        reconnectInMs: delay,
+        ...(opened || refused ? {} : { cause: cause ?? 'connection closed before it opened' }),
+      })
       if (delay !== null) this.#timer = setTimeout(() => this.#connect(), delay)
     })
   }

@@ -14,5 +14,6 @@ export async function probeHardware(engine: InferenceEngine): Promise<NodeHardwa
     cpu_cores: list.length,
     memory_bytes: totalmem(),
     gpu: await engine.describeGpu().catch(() => null),
+    vram_bytes: (await engine.describeVram?.().catch(() => null)) ?? null,
   }
 }

@@ -92,7 +92,17 @@ describe('startAgent against a fake coordinator', () => {
       initialBackoffMs: 50,
     })
     const h = await hello
-    expect(h).toMatchObject({ protocol_version: 1, max_jobs: 1, engines: [{ kind: 'llama.cpp' }] })
+    expect(h).toMatchObject({
+      protocol_version: 2,
+      max_jobs: 1,
+      engines: [
+        {
+          kind: 'llama.cpp',
+          version: expect.stringMatching(/^node-llama-cpp \d/),
+          backend: expect.stringMatching(/^cpu/),
+        },
+      ],
+    })
     await coord.waitFor((f) => f.type === 'heartbeat' && f.busy_jobs === 0)
 
     const downloaded = coord.waitFor(status('nm1', (s) => s.is_downloaded))
@@ -118,6 +128,10 @@ describe('startAgent against a fake coordinator', () => {
     expect(result).toMatchObject({ type: 'job_done' })
     if (result.type !== 'job_done') throw new Error('unreachable')
     expect(result.tokens_output).toBeGreaterThan(0)
+    // Every chunk carries the ids of its tokens; together they are the output the node counted.
+    const ids = chunks.flatMap((c) => (c.type === 'job_chunk' ? (c.tokens ?? []) : []))
+    expect(chunks.every((c) => c.type === 'job_chunk' && Array.isArray(c.tokens))).toBe(true)
+    expect(ids).toHaveLength(result.tokens_output)
     expect(result.tokens_input).toBeGreaterThan(5)
     expect(result.processing_time_ms).toBeGreaterThanOrEqual(0)
   })
@@ -199,10 +213,11 @@ describe('startAgent against a fake coordinator', () => {
       home,
       gpu: false,
       engine: {
-        info: { kind: 'openai', version: null },
+        info: { kind: 'openai', version: null, backend: 'upstream' },
         needsModelFile: false,
         load: () => Promise.reject(new Error('x')),
         describeGpu: async () => null,
+        describe: async () => ({ kind: 'openai', version: null, backend: 'upstream' }),
         dispose: async () => {},
       },
     })

@@ -18,8 +18,9 @@ import { modelsDirectory, resolveNodeHome } from '../node-home.ts'
 import { AGENT_VERSION } from './agent-version.ts'
 import { JobRunner, type JobEvent } from './job-runner.ts'
 import { ModelManager } from './model-manager.ts'
-import { NodeConnection } from './node-connection.ts'
+import { NodeConnection, type CloseInfo } from './node-connection.ts'
 import { probeHardware } from './probe-hardware.ts'
+import { ScoreRunner } from './score-runner.ts'
 
 export interface StartAgentOptions {
   /** Coordinator base URL, e.g. http://127.0.0.1:8090. */
@@ -41,12 +42,15 @@ export interface StartAgentOptions {
   initialBackoffMs?: number
   maxBackoffMs?: number
   progressIntervalMs?: number
+  /** Automatic download retries: first and longest wait (default 5 s and 5 minutes). */
+  downloadRetry?: { initialMs?: number; maxMs?: number }
 }
 
 /** Events of a running agent (EventEmitter names and argument tuples). */
 export interface AgentEventMap {
   connected: [hardware: NodeHardware]
-  disconnected: [info: { code: number; reason: string; reconnectInMs: number | null }]
+  /** The socket closed, or never opened (then `cause` says why: 'connection refused', ...). */
+  disconnected: [info: CloseInfo]
   /** The coordinator refused the credential; the agent stops reconnecting. */
   unauthorized: [info: { status: number }]
   desired_state: [nodeModelIds: string[]]
@@ -60,6 +64,11 @@ export interface RunningAgent {
   readonly connected: boolean
   /** Latest status of every node model the coordinator asked about. */
   statuses(): ModelStatusFrame[]
+  /**
+   * The catalogue name of a model, by node model id (model_status) or catalogue model id (jobs),
+   * for log lines that name models rather than record ids; undefined when not (yet) known.
+   */
+  modelName(id: string): string | undefined
   /** Resolves when no model operation (download, load, ...) is in flight. */
   idle(): Promise<void>
   /** Closes the socket, aborts jobs and downloads (partial files stay), unloads models. */
@@ -79,6 +88,8 @@ export async function startAgent(options: StartAgentOptions): Promise<RunningAge
       : createLlamaEngine({ gpu: options.gpu, threads: options.threads, parallel: maxJobs }))
   const authorization = nodeAuthorizationHeader(options.nodeId, options.credential)
   const hardware = await probeHardware(engine)
+  // Backend class and version: the coordinator judges this node's answers against them.
+  const engineInfo = await engine.describe().catch(() => engine.info)
 
   const models = new ModelManager({
     modelsDir: modelsDirectory(home),
@@ -87,6 +98,8 @@ export async function startAgent(options: StartAgentOptions): Promise<RunningAge
       new URL(`/api/models/${encodeURIComponent(id)}/download`, options.server).toString(),
     downloadHeaders: { authorization },
     progressIntervalMs: options.progressIntervalMs,
+    retryInitialMs: options.downloadRetry?.initialMs,
+    retryMaxMs: options.downloadRetry?.maxMs,
     onStatus: (status) => {
       connection.send(status)
       events.emit('model_status', status)
@@ -97,6 +110,10 @@ export async function startAgent(options: StartAgentOptions): Promise<RunningAge
     serving: (modelId) => models.serving(modelId),
     send: (frame) => connection.send(frame),
     onJobEvent: (event) => events.emit('job', event),
+  })
+  const scores = new ScoreRunner({
+    serving: (modelId) => models.serving(modelId),
+    send: (frame) => connection.send(frame),
   })
   const heartbeat = () =>
     connection.send({ type: 'heartbeat', busy_jobs: jobs.busy, max_jobs: maxJobs })
@@ -113,6 +130,8 @@ export async function startAgent(options: StartAgentOptions): Promise<RunningAge
         return jobs.offer(frame)
       case 'job_cancel':
         return jobs.cancel(frame.job_id)
+      case 'score_request':
+        return scores.score(frame)
     }
   }
 
@@ -127,7 +146,7 @@ export async function startAgent(options: StartAgentOptions): Promise<RunningAge
         protocol_version: NODE_PROTOCOL_VERSION,
         agent_version: AGENT_VERSION,
         hardware,
-        engines: [engine.info],
+        engines: [engineInfo],
         max_jobs: maxJobs,
       })
       heartbeat()
@@ -138,6 +157,7 @@ export async function startAgent(options: StartAgentOptions): Promise<RunningAge
     onClose: (info) => {
       // The coordinator hands a dropped node's jobs to another node: stop working on them here.
       void jobs.abortAll()
+      scores.abortAll()
       events.emit('disconnected', info)
     },
     onUnauthorized: (status) => events.emit('unauthorized', { status }),
@@ -152,11 +172,13 @@ export async function startAgent(options: StartAgentOptions): Promise<RunningAge
       return connection.connected
     },
     statuses: () => models.statuses(),
+    modelName: (id) => (models.modelOf(id) ?? models.catalogueModel(id))?.name,
     idle: () => models.idle(),
     async stop() {
       clearInterval(timer)
       await connection.stop()
       await jobs.abortAll()
+      scores.abortAll()
       await models.dispose()
       if (ownsEngine) await engine.dispose()
     },

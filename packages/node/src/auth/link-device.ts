@@ -3,6 +3,7 @@
  * The device-link flow, node side: start a flow, hand out the approve URL, then long-poll
  * `wait-flow` until the owner approves or denies or the flow expires.
  */
+import { describeNetworkError } from '../agent/network-errors.ts'
 import {
   startFlowResponseSchema,
   waitFlowResponseSchema,
@@ -54,14 +55,31 @@ export async function linkDevice(options: LinkDeviceOptions): Promise<LinkedDevi
     })
 
   let flow: StartFlowResponse
+  const origin = new URL(server).origin
+  let res: Response
   try {
-    const res = await post('/api/auth/start-flow', { device_name: options.deviceName })
-    if (!res.ok) throw new LinkStartError(await errorMessage(res))
-    flow = startFlowResponseSchema.parse(await res.json())
+    res = await post('/api/auth/start-flow', { device_name: options.deviceName })
   } catch (err) {
-    if (err instanceof LinkStartError || signal?.aborted) throw err
-    throw new LinkStartError(`Could not start the device link with ${server}`, { cause: err })
+    if (signal?.aborted) throw err
+    throw new LinkStartError(`Could not reach ${origin}: ${describeNetworkError(err)}`, {
+      cause: err,
+    })
   }
+  if (res.status === 404 || res.status === 405) {
+    await res.body?.cancel()
+    throw new LinkStartError(
+      `${origin} is not a Meshwork server (it answered HTTP ${res.status} to /api/auth/start-flow)`,
+    )
+  }
+  if (!res.ok)
+    throw new LinkStartError(`${origin} refused the device link: ${await errorMessage(res)}`)
+  const parsed = startFlowResponseSchema.safeParse(await res.json().catch(() => null))
+  if (!parsed.success) {
+    throw new LinkStartError(
+      `${origin} is not a Meshwork server (its answer to /api/auth/start-flow is not a device link)`,
+    )
+  }
+  flow = parsed.data
   options.onApproveUrl(flow.approve_url, flow)
 
   const now = options.now ?? Date.now

@@ -4,12 +4,13 @@
  */
 import { stat } from 'node:fs/promises'
 import type { ChatHistoryItem, Llama, LlamaContextSequence, LlamaModel } from 'node-llama-cpp'
-import type { ChatMessage, Sampling } from '@meshwork/protocol'
+import type { ChatMessage } from '@meshwork/protocol'
 import { chooseThreads } from './choose-threads.ts'
 import {
   GenerationAbortedError,
   GenerationError,
   ModelLoadError,
+  ScoreError,
   type EngineModelRef,
   type GenerationOptions,
   type GenerationRequest,
@@ -17,8 +18,12 @@ import {
   type InferenceEngine,
   type LoadedModel,
 } from './inference-engine.ts'
-import { PLAIN_TRANSCRIPT_STOP, plainTranscript } from './plain-transcript.ts'
+import { backendClass, engineVersion } from './llama-backend.ts'
+import { beginningToken, plainPrompt, samplingOptions } from './llama-prompt.ts'
+import { answerTokens, scoreContinuation } from './llama-score.ts'
+import { PLAIN_TRANSCRIPT_STOP } from './plain-transcript.ts'
 import { SequencePool } from './sequence-pool.ts'
+import { guardStopSequences } from './stop-sequences.ts'
 
 export interface LlamaEngineOptions {
   /** 'auto' uses CUDA/Metal/Vulkan when a prebuilt binary and device exist; false forces CPU. */
@@ -31,6 +36,8 @@ export interface LlamaEngineOptions {
   maxContextLength?: number
   /** 'auto': the model's chat template when it has one, else the plain transcript. */
   promptFormat?: 'auto' | 'chat-template' | 'plain'
+  /** llama.cpp's batch size (prompt tokens evaluated at once); default node-llama-cpp's. */
+  batchSize?: number
 }
 
 /** Resolved settings of one loaded model, for tests and status displays. */
@@ -65,7 +72,7 @@ export function createLlamaEngine(options: LlamaEngineOptions = {}): LlamaEngine
     ))
 
   return {
-    info: { kind: 'llama.cpp', version: null },
+    info: { kind: 'llama.cpp', version: null, backend: 'unknown' },
     needsModelFile: true,
     async load(ref, signal) {
       if (!ref.path) throw new ModelLoadError(`Model ${ref.name} has no local file`)
@@ -84,6 +91,22 @@ export function createLlamaEngine(options: LlamaEngineOptions = {}): LlamaEngine
       if (l.gpu === false) return null
       const names = await l.getGpuDeviceNames().catch(() => [])
       return names.length > 0 ? `${l.gpu}: ${names.join(', ')}` : String(l.gpu)
+    },
+    async describe() {
+      const l = await llama()
+      const { getModuleVersion } = await nodeLlamaCpp()
+      return {
+        kind: 'llama.cpp',
+        version: engineVersion(await getModuleVersion(), l),
+        backend: backendClass(l),
+      }
+    },
+    async describeVram() {
+      if (options.gpu === false) return null
+      const l = await llama()
+      if (l.gpu === false) return null
+      const { total } = await l.getVramState()
+      return total > 0 ? total : null
     },
     async dispose() {
       await Promise.all([...loaded].map((m) => m.unload()))
@@ -118,6 +141,7 @@ async function loadLlamaModel(
       contextSize: settings.contextSize,
       threads: settings.threads,
       sequences: parallel,
+      batchSize: options.batchSize,
       createSignal: signal,
     })
     .catch(async (err: unknown) => {
@@ -134,16 +158,45 @@ async function loadLlamaModel(
       const sequence = await pool.acquire(genOptions.signal).catch((err: unknown) => {
         throw new GenerationAbortedError({ cause: err })
       })
+      const stops = request.sampling.stop?.length
+        ? guardStopSequences(request.sampling.stop, genOptions)
+        : null
       try {
         await sequence.clearHistory()
-        return settings.promptFormat === 'plain'
-          ? await generatePlain(model, sequence, request, genOptions)
-          : await generateChat(model, sequence, request, genOptions)
+        const options = stops?.options ?? genOptions
+        const result =
+          settings.promptFormat === 'plain'
+            ? await generatePlain(model, sequence, request, options)
+            : await generateChat(model, sequence, request, options)
+        // Aborts end the generation quietly (a stop sequence's too); the caller's is an error.
+        if (genOptions.signal?.aborted) throw new GenerationAbortedError()
+        return stops ? stops.finish(result) : result
       } catch (err) {
         if (genOptions.signal?.aborted) throw new GenerationAbortedError({ cause: err })
         if (err instanceof GenerationError) throw err
         throw new GenerationError(`Generation failed: ${errorText(err)}`, { cause: err })
       } finally {
+        stops?.release()
+        pool.release(sequence)
+      }
+    },
+    async score(request, signal) {
+      if (settings.promptFormat !== 'plain')
+        throw new ScoreError('Only plain-transcript models can be scored')
+      const sequence = await pool.acquire(signal).catch((err: unknown) => {
+        throw new GenerationAbortedError({ cause: err })
+      })
+      try {
+        await sequence.clearHistory()
+        const prompt = plainPrompt(model, sequence.contextSize, request.messages, request.sampling)
+        const first = beginningToken(model)
+        const prefix = first === null ? prompt.tokens : [first, ...prompt.tokens]
+        const { tokens, idsMatch } = answerTokens(model, request.text, request.tokens)
+        if (tokens.length === 0) return { tokens, positions: [], idsMatch }
+        const positions = await scoreContinuation(model, sequence, prefix, tokens, request.sampling)
+        return { tokens, positions, idsMatch }
+      } finally {
+        await sequence.clearHistory().catch(() => {})
         pool.release(sequence)
       }
     },
@@ -169,30 +222,27 @@ async function generatePlain(
   { messages, sampling }: GenerationRequest,
   { signal, onText }: GenerationOptions,
 ): Promise<GenerationResult> {
-  const window = Math.min(sequence.contextSize, sampling.context_length)
-  // Keep room for at least a short answer even when the prompt is long.
-  const answerRoom = Math.min(sampling.max_tokens, Math.floor(window / 2))
-  let kept = messages
-  let tokens = model.tokenize(plainTranscript(kept))
-  while (tokens.length + answerRoom > window && kept.length > 1) {
-    const dropAt = kept[0].role === 'system' && kept.length > 2 ? 1 : 0
-    kept = kept.filter((_, i) => i !== dropAt)
-    tokens = model.tokenize(plainTranscript(kept))
-  }
-  if (tokens.length + answerRoom > window)
-    tokens = tokens.slice(tokens.length - (window - answerRoom))
-  const maxTokens = Math.max(1, Math.min(sampling.max_tokens, window - tokens.length - 1))
+  const { tokens, maxTokens } = plainPrompt(model, sequence.contextSize, messages, sampling)
   let tokensOutput = 0
+  // node-llama-cpp hands over each released batch of tokens, then the text they decode to.
+  let released: number[] = []
   const { LlamaCompletion } = await nodeLlamaCpp()
   const completion = new LlamaCompletion({ contextSequence: sequence })
   const res = await completion.generateCompletionWithMeta(tokens, {
     ...samplingOptions(sampling),
     maxTokens,
     signal,
-    customStopTriggers: [PLAIN_TRANSCRIPT_STOP],
+    customStopTriggers: [PLAIN_TRANSCRIPT_STOP, ...(sampling.stop ?? [])],
     trimWhitespaceSuffix: true,
-    onToken: (t) => (tokensOutput += t.length),
-    onTextChunk: onText,
+    stopOnAbortSignal: true,
+    onToken: (t) => {
+      tokensOutput += t.length
+      released = t
+    },
+    onTextChunk: (text) => {
+      onText(text, released)
+      released = []
+    },
   })
   return {
     tokensInput: tokens.length,
@@ -221,9 +271,11 @@ async function generateChat(
       sampling.max_tokens,
       Math.min(sequence.contextSize, sampling.context_length),
     ),
+    ...(sampling.stop?.length ? { customStopTriggers: sampling.stop } : {}),
     signal,
+    stopOnAbortSignal: true,
     onToken: (t) => (tokensOutput += t.length),
-    onTextChunk: onText,
+    onTextChunk: (text) => onText(text),
   })
   const used = sequence.tokenMeter.usedInputTokens - before.usedInputTokens
   return {
@@ -244,19 +296,6 @@ function toChatHistory(messages: ChatMessage[]): ChatHistoryItem[] {
   // An empty model turn at the end is the one LlamaChat completes.
   history.push({ type: 'model', response: [] })
   return history
-}
-
-function samplingOptions(s: Sampling) {
-  return {
-    temperature: s.temperature,
-    topP: s.top_p,
-    topK: s.top_k,
-    repeatPenalty: {
-      penalty: s.repeat_penalty,
-      frequencyPenalty: s.frequency_penalty || undefined,
-      presencePenalty: s.presence_penalty || undefined,
-    },
-  }
 }
 
 function errorText(err: unknown): string {

@@ -43,6 +43,21 @@ describe('upstream engine', () => {
       max_tokens: 16,
       presence_penalty: 0.2,
     })
+    expect(server.bodies.at(-1)).not.toHaveProperty('stop')
+    expect(server.bodies.at(-1)).not.toHaveProperty('seed')
+  })
+
+  it("passes the job's stop sequences and seed to the upstream server", async () => {
+    const engine = createUpstreamEngine({ url: server.url, model: 'tiny' })
+    const model = await engine.load({ id: 'm', name: 'catalogue-name', path: null })
+    await model.generate(
+      {
+        messages: [{ role: 'user', content: 'hi' }],
+        sampling: { ...sampling, stop: ['\n\n', 'END'], seed: 7 },
+      },
+      { onText: () => {} },
+    )
+    expect(server.bodies.at(-1)).toMatchObject({ stop: ['\n\n', 'END'], seed: 7, top_p: 0.9 })
   })
 
   it('aborts a stream and refuses an unreachable server', async () => {

@@ -37,7 +37,7 @@ export function createUpstreamEngine(options: UpstreamEngineOptions): InferenceE
   if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`
 
   return {
-    info: { kind: 'openai', version: null },
+    info: { kind: 'openai', version: null, backend: 'upstream' },
     needsModelFile: false,
     async load(ref, signal): Promise<LoadedModel> {
       const res = await fetch(`${base}/v1/models`, { headers, signal }).catch((err: unknown) => {
@@ -53,6 +53,8 @@ export function createUpstreamEngine(options: UpstreamEngineOptions): InferenceE
       }
     },
     describeGpu: async () => null,
+    // The upstream server's hardware is out of sight: its answers can only be judged as 'upstream'.
+    describe: async () => ({ kind: 'openai', version: null, backend: 'upstream' }),
     dispose: async () => {},
   }
 }
@@ -76,6 +78,8 @@ async function generateUpstream(
     frequency_penalty: sampling.frequency_penalty,
     presence_penalty: sampling.presence_penalty,
     max_tokens: sampling.max_tokens,
+    ...(sampling.stop?.length ? { stop: sampling.stop } : {}),
+    ...(sampling.seed !== undefined ? { seed: sampling.seed } : {}),
   }
   let chunks = 0
   let usage: StreamChunk['usage'] = null

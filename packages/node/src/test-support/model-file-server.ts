@@ -13,6 +13,10 @@ export interface ModelFileServer {
   breakNext(count: number, afterBytes: number): void
   /** Delay between 64 KiB pieces, to keep a download in flight. */
   setPieceDelay(ms: number): void
+  /** The next this-many requests are answered with this status and JSON body instead. */
+  failNext(count: number, status: number, body?: unknown): void
+  /** Serves (or replaces) a file from now on. */
+  setFile(path: string, bytes: Buffer): void
   close(): Promise<void>
 }
 
@@ -25,8 +29,15 @@ export async function startModelFileServer(
   let breaks = 0
   let breakAfter = 0
   let pieceDelay = 0
+  let failures = 0
+  let failure: { status: number; body?: unknown } = { status: 500 }
   const server: Server = createServer((req, res) => {
     requests.push({ url: req.url ?? '', headers: req.headers })
+    if (failures > 0) {
+      failures--
+      res.writeHead(failure.status, { 'content-type': 'application/json' })
+      return void res.end(failure.body === undefined ? '' : JSON.stringify(failure.body))
+    }
     if (requireAuth && req.headers.authorization !== requireAuth) {
       res.writeHead(401).end()
       return
@@ -67,6 +78,8 @@ export async function startModelFileServer(
     requests,
     breakNext: (count, afterBytes) => ((breaks = count), (breakAfter = afterBytes)),
     setPieceDelay: (ms) => (pieceDelay = ms),
+    failNext: (count, status, body) => ((failures = count), (failure = { status, body })),
+    setFile: (path, bytes) => void (files[path] = bytes),
     close: () => {
       server.closeAllConnections()
       return new Promise((r) => server.close(() => r()))

@@ -1,6 +1,8 @@
+import type { IncomingMessage } from 'node:http'
 import type { Context } from 'hono'
 import type { AuthService } from '../core/auth/auth-service.ts'
 import type { Caller } from '../core/records/caller.ts'
+import { createOriginResolver, type ClientOrigin, type OriginResolver } from './client-origin.ts'
 
 /** Resolves (once per request) who is calling, from the Authorization header. */
 export async function callerOf(c: Context, auth: AuthService): Promise<Caller> {
@@ -11,8 +13,23 @@ export async function callerOf(c: Context, auth: AuthService): Promise<Caller> {
   return caller
 }
 
-/** The peer address, used for login throttling and realtime client pinning. */
+/**
+ * Where the request comes from, behind trusted proxies (client-origin.ts); resolved once per
+ * request with the resolver the router put in the context.
+ */
+export function clientOrigin(c: Context): ClientOrigin {
+  const cached = c.get('clientOrigin' as never) as ClientOrigin | undefined
+  if (cached) return cached
+  const resolve = (c.get('resolveOrigin' as never) as OriginResolver | undefined) ?? untrusting
+  const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming
+  const origin = incoming ? resolve(incoming) : { address: 'unknown', host: 'localhost', proto: 'http' as const }
+  c.set('clientOrigin' as never, origin as never)
+  return origin
+}
+
+const untrusting = createOriginResolver()
+
+/** The client address, used for rate limits (login, sign-up, link flows) and realtime limits. */
 export function clientAddress(c: Context): string {
-  const incoming = (c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined)?.incoming
-  return incoming?.socket?.remoteAddress ?? 'unknown'
+  return clientOrigin(c).address
 }

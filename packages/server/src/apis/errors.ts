@@ -7,6 +7,7 @@ import { HTTPException } from 'hono/http-exception'
 import { ApiError } from '../tools/api-error.ts'
 
 export function errorResponse(c: Context, err: ApiError) {
+  if (err.retryAfterSeconds > 0) c.header('Retry-After', String(err.retryAfterSeconds))
   return c.json(err.toJSON(), err.status as 400)
 }
 
@@ -16,10 +17,23 @@ export function onError(err: Error, c: Context) {
     const status = err.status
     return errorResponse(c, new ApiError(status, status === 413 ? 'Request entity too large.' : err.message || 'Something went wrong while processing your request.'))
   }
+  if (isUnavailable(err)) {
+    console.error('Service unavailable on', c.req.method, c.req.path, err.message)
+    return errorResponse(c, new ApiError(503, 'The service is temporarily unavailable.'))
+  }
   console.error('Unhandled error on', c.req.method, c.req.path, err)
   return errorResponse(c, new ApiError(500, 'Something went wrong while processing your request.'))
 }
 
 export function onNotFound(c: Context) {
   return errorResponse(c, new ApiError(404, "The requested resource wasn't found."))
+}
+
+/** The database (or another backend) cannot be reached right now: not the request's fault. */
+function isUnavailable(err: Error): boolean {
+  const code = String((err as { code?: unknown }).code ?? '')
+  if (['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH'].includes(code)) return true
+  // PostgreSQL: connection exceptions (class 08) and the server shutting down (57P01-57P03).
+  if (/^08|^57P0[123]$/.test(code)) return true
+  return /Connection terminated|timeout exceeded when trying to connect|Connection is closed/i.test(err.message)
 }

@@ -5,16 +5,53 @@
 import type { Hono } from 'hono'
 import type { CoreApp } from '../core/app.ts'
 
+/** One service as the Network screen shows it; Redis is 'not_configured' on the embedded bus. */
+export type ServiceState = 'online' | 'offline' | 'not_configured'
+
+/** A check that has not answered in this long counts as failed (health must answer quickly). */
+const PING_TIMEOUT_MS = 2000
+
+async function ping(check: () => Promise<boolean>): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), PING_TIMEOUT_MS)))
+  try {
+    return await Promise.race([check().catch(() => false), late])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+/** Whether the database and (when configured) Redis answer: what this process needs to serve. */
+async function services(core: CoreApp) {
+  const [database, bus] = await Promise.all([ping(() => core.database.ping()), ping(() => core.bus.ping())])
+  return { database, bus, redisConfigured: core.bus.kind === 'redis' }
+}
+
 export function bindHealth(app: Hono, core: CoreApp) {
-  app.get('/api/health', (c) => c.json({ message: 'API is healthy.', code: 200, data: {} }))
+  // PocketBase's shape. 503 when this process cannot serve, so a load balancer stops sending it
+  // traffic: the database is unreachable, or Redis is configured and unreachable (realtime
+  // events, job hand-off and shared limits all go through it).
+  app.get('/api/health', async (c) => {
+    const { database, bus } = await services(core)
+    if (database && bus) return c.json({ message: 'API is healthy.', code: 200, data: {} })
+    const down = [!database && 'the database', !bus && 'Redis'].filter(Boolean).join(' and ')
+    return c.json({ message: `API is not healthy: ${down} cannot be reached.`, code: 503, data: {} }, 503)
+  })
 
   app.get('/api/system/health', async (c) => {
-    const [database, redis] = await Promise.all([core.database.ping(), core.bus.ping()])
-    const ok = database && redis
-    // Always 200: the Network screen shows which service is down from the body.
+    const { database, bus, redisConfigured } = await services(core)
+    const redis = redisConfigured && bus
+    const ok = database && bus
+    // Always 200: the Network screen shows which service is down from the body. `services` keeps
+    // the spec's two booleans (true only for a service that exists and answered); `states` tells
+    // a Redis that is down from one that was never configured (the embedded bus).
     return c.json({
       status: ok ? 'healthy' : 'degraded',
       services: { database, redis },
+      states: {
+        database: database ? 'online' : 'offline',
+        redis: redisConfigured ? (redis ? 'online' : 'offline') : 'not_configured',
+      } satisfies Record<string, ServiceState>,
       backends: { database: core.database.dialect, redis: core.bus.kind },
     })
   })

@@ -77,6 +77,27 @@ export function createMetrics(token: string, { core, hub, network }: MetricsSour
       this.set(hub.size)
     },
   })
+  // The hub counts; these counters take its totals at scrape time.
+  new Counter({
+    name: 'meshwork_realtime_dropped_events_total',
+    help: 'Record events this process did not deliver because their subscriber was over its cost budget or backlog.',
+    registers: [registry],
+    collect() {
+      this.reset()
+      this.inc(hub.dropped)
+    },
+  })
+  new Counter({
+    name: 'meshwork_realtime_checks_total',
+    help: 'Rule and filter checks made for realtime events, in memory or as a database query.',
+    labelNames: ['where'],
+    registers: [registry],
+    collect() {
+      this.reset()
+      this.inc({ where: 'memory' }, hub.checks.memory)
+      this.inc({ where: 'database' }, hub.checks.database)
+    },
+  })
 
   const stopCounting = core.events.on((change) => {
     if (change.collection.name !== 'requests' || change.action !== 'update') return

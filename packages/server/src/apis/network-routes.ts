@@ -1,28 +1,50 @@
 /**
  * @module HTTP routes of the inference network: the device-link flow (start, complete, wait),
- * chat send and retry. The node WebSocket is in node-gateway.ts, model downloads in
+ * chat send, quote, regenerate and retry. The node WebSocket is in node-gateway.ts, model downloads in
  * model-download.ts.
  */
 import type { Context, Hono } from 'hono'
 import { startFlowRequestSchema, waitFlowRequestSchema } from '@meshwork/protocol'
 import type { CoreApp } from '../core/app.ts'
+import type { Caller } from '../core/records/caller.ts'
 import { exactError } from '../core/chat/chat-service.ts'
 import type { InferenceNetwork } from '../core/network/inference-network.ts'
 import { DENIED_MESSAGE } from '../core/nodes/link-flows.ts'
 import { ApiError, tooManyRequests, unauthorized } from '../tools/api-error.ts'
-import { callerOf, clientAddress } from './caller.ts'
+import { callerOf, clientAddress, clientOrigin } from './caller.ts'
+import { limitText, MAX_PROMPT_LENGTH, MAX_SHORT_TEXT } from './input-limits.ts'
 import { readBody } from './request-body.ts'
 
 export function bindNetworkRoutes(app: Hono, core: CoreApp, network: InferenceNetwork) {
+  // Sends and retries per user per minute (MESHWORK_CHAT_RATE_LIMIT). Counted before the send
+  // runs, so parallel sends cannot pass together; a send refused by validation gives its count back.
+  const chatSends = core.limits.create('chat-send', { points: core.config.chatRateLimit ?? 0, windowSeconds: 60 })
+  const limitedSend = async <T>(caller: Caller, send: () => Promise<T>): Promise<T> => {
+    const user = caller.auth ? String(caller.auth.id) : ''
+    if (!user) return send() // answers 401
+    const taken = await chatSends.take(user)
+    if (!taken.allowed) throw tooManyRequests(taken.retryAfterMs)
+    try {
+      return await send()
+    } catch (err) {
+      if (err instanceof ApiError && err.status < 500) await chatSends.refund(user)
+      throw err
+    }
+  }
+
   app.post('/api/auth/start-flow', async (c) => {
-    if (!network.startFlowLimit.take(clientAddress(c))) throw tooManyRequests()
-    const body = startFlowRequestSchema.safeParse(await readBody(c))
+    const taken = await network.startFlowLimit.take(clientAddress(c))
+    if (!taken.allowed) throw tooManyRequests(taken.retryAfterMs)
+    const raw = await readBody(c)
+    limitText(raw, { device_name: MAX_SHORT_TEXT })
+    const body = startFlowRequestSchema.safeParse(raw)
     if (!body.success) throw new ApiError(400, 'Device name is required.')
     return c.json(await network.flows.start(body.data.device_name, publicBase(c)))
   })
 
   app.post('/api/auth/complete-flow', async (c) => {
     const body = await readBody(c)
+    limitText(body, { state_token: MAX_SHORT_TEXT, status: MAX_SHORT_TEXT, error: MAX_SHORT_TEXT })
     const token = typeof body.state_token === 'string' ? body.state_token : ''
     if (!token) throw exactError(400, 'Missing authorization token')
     // The signed-in user comes from the token, never from `user_info` in the body.
@@ -41,8 +63,21 @@ export function bindNetworkRoutes(app: Hono, core: CoreApp, network: InferenceNe
     return c.json({ status: 'approved', ...node })
   })
 
+  // The approve page's device label, from the flow itself (signed-in users only, as the page).
+  app.post('/api/auth/flow-info', async (c) => {
+    const body = await readBody(c)
+    limitText(body, { state_token: MAX_SHORT_TEXT })
+    const token = typeof body.state_token === 'string' ? body.state_token : ''
+    if (!token) throw exactError(400, 'Missing authorization token')
+    const caller = await callerOf(c, core.auth)
+    if (!caller.auth) throw unauthorized()
+    return c.json(await network.flows.describe(token))
+  })
+
   app.post('/api/auth/wait-flow', async (c) => {
-    const body = waitFlowRequestSchema.safeParse(await readBody(c))
+    const raw = await readBody(c)
+    limitText(raw, { state_token: MAX_SHORT_TEXT, device_secret: MAX_SHORT_TEXT })
+    const body = waitFlowRequestSchema.safeParse(raw)
     if (!body.success) throw new ApiError(400, 'Invalid authorization request.')
     return c.json(
       await network.flows.wait(
@@ -54,20 +89,36 @@ export function bindNetworkRoutes(app: Hono, core: CoreApp, network: InferenceNe
   })
 
   app.post('/api/chat/send', async (c) => {
+    const body = await readBody(c)
+    limitText(body, { conversation_id: MAX_SHORT_TEXT, model_id: MAX_SHORT_TEXT })
+    limitText(body, { prompt: MAX_PROMPT_LENGTH }, `Prompt is too long (at most ${MAX_PROMPT_LENGTH} characters)`)
     const caller = await callerOf(c, core.auth)
-    return c.json(await network.chat.send(caller, await readBody(c)))
+    return c.json(await limitedSend(caller, () => network.chat.send(caller, body)))
+  })
+
+  // The most a message can cost before it is sent (the hold a send would take).
+  app.post('/api/chat/quote', async (c) => {
+    const caller = await callerOf(c, core.auth)
+    return c.json(await network.chat.quote(caller, await readBody(c)))
+  })
+
+  // A new answer to the conversation's last message (docs/web.md, "Regenerate").
+  app.post('/api/chat/regenerate', async (c) => {
+    const caller = await callerOf(c, core.auth)
+    return c.json(await network.chat.regenerate(caller, await readBody(c)))
   })
 
   app.post('/api/requests/retry', async (c) => {
+    const body = await readBody(c)
+    limitText(body, { request_id: MAX_SHORT_TEXT })
     const caller = await callerOf(c, core.auth)
-    return c.json(await network.chat.retry(caller, await readBody(c)))
+    return c.json(await limitedSend(caller, () => network.chat.retry(caller, body)))
   })
 }
 
-/** The origin the caller used, so the approve URL opens the same web app. */
+/** The origin the caller used (behind trusted proxies only, from their headers), so the approve
+ * URL opens the same web app. */
 function publicBase(c: Context): string {
-  const url = new URL(c.req.url)
-  const proto = c.req.header('x-forwarded-proto')
-  const host = c.req.header('x-forwarded-host') ?? c.req.header('host')
-  return `${proto ?? url.protocol.replace(':', '')}://${host ?? url.host}`
+  const origin = clientOrigin(c)
+  return `${origin.proto}://${origin.host}`
 }

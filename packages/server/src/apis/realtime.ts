@@ -6,10 +6,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Hono } from 'hono'
 import { z } from 'zod'
-import type { CoreApp } from '../core/app.ts'
-import type { RealtimeHub } from '../core/realtime/realtime-hub.ts'
+import type { RealtimeService } from '../core/realtime/realtime-service.ts'
 import { badRequest } from '../tools/api-error.ts'
-import { callerOf, clientAddress } from './caller.ts'
+import { clientAddress } from './caller.ts'
 import { readBody } from './request-body.ts'
 
 const idleMs = 5 * 60_000
@@ -20,7 +19,37 @@ function frame(id: string, event: string, data: string): string {
   return `id:${id}\nevent:${event}\ndata:${data}\n\n`
 }
 
-export function handleRealtimeStream(hub: RealtimeHub, req: IncomingMessage, res: ServerResponse) {
+export async function handleRealtimeStream(
+  realtime: RealtimeService,
+  req: IncomingMessage,
+  res: ServerResponse,
+  /** The client's address behind trusted proxies (client-origin.ts). */
+  address: string,
+) {
+  let idle: NodeJS.Timeout | undefined
+  const close = () => res.end()
+  const resetIdle = () => {
+    clearTimeout(idle)
+    idle = setTimeout(close, idleMs)
+  }
+  let id = ''
+  const client = await realtime.open(address, (event, data) => {
+    if (!id || event.includes('\n') || event.includes('\r')) return
+    res.write(frame(id, event, data))
+    resetIdle()
+  })
+  if (!client) {
+    const error = {
+      data: {},
+      message: 'Too many realtime connections from this address.',
+      status: 429,
+    }
+    res.writeHead(429, { 'Content-Type': 'application/json' })
+    res.end(JSON.stringify(error))
+    return
+  }
+  if (res.destroyed) return realtime.close(client.id)
+  id = client.id
   res.writeHead(200, {
     'Content-Type': 'text/event-stream',
     'Cache-Control': 'no-store',
@@ -29,24 +58,13 @@ export function handleRealtimeStream(hub: RealtimeHub, req: IncomingMessage, res
     'Access-Control-Allow-Origin': '*',
   })
   res.socket?.setNoDelay(true)
-  let idle: NodeJS.Timeout
-  const close = () => res.end()
-  const resetIdle = () => {
-    clearTimeout(idle)
-    idle = setTimeout(close, idleMs)
-  }
-  const client = hub.connect(req.socket.remoteAddress ?? 'unknown', (event, data) => {
-    if (event.includes('\n') || event.includes('\r')) return
-    res.write(frame(client.id, event, data))
-    resetIdle()
-  })
   const lifetime = setTimeout(close, maxLifetimeMs)
-  res.write(frame(client.id, 'PB_CONNECT', JSON.stringify({ clientId: client.id })))
+  res.write(frame(id, 'PB_CONNECT', JSON.stringify({ clientId: id })))
   resetIdle()
   res.on('close', () => {
     clearTimeout(idle)
     clearTimeout(lifetime)
-    hub.disconnect(client.id)
+    realtime.close(id)
   })
 }
 
@@ -55,18 +73,25 @@ const subscriptionBody = z.object({
   subscriptions: z.array(z.string().max(2500)).max(1000).default([]),
 })
 
-export function bindRealtime(app: Hono, core: CoreApp, hub: RealtimeHub) {
+export function bindRealtime(app: Hono, realtime: RealtimeService) {
   app.post('/api/realtime', async (c) => {
     const parsed = subscriptionBody.safeParse(await readBody(c))
     if (!parsed.success) {
       const data: Record<string, { code: string; message: string }> = {}
       for (const issue of parsed.error.issues) {
-        data[String(issue.path[0] ?? 'body')] = { code: 'validation_invalid_value', message: 'Invalid value.' }
+        data[String(issue.path[0] ?? 'body')] = {
+          code: 'validation_invalid_value',
+          message: 'Invalid value.',
+        }
       }
       throw badRequest('An error occurred while validating the submitted data.', data)
     }
-    const caller = await callerOf(c, core.auth)
-    hub.setSubscriptions(parsed.data.clientId, caller, clientAddress(c), parsed.data.subscriptions)
+    await realtime.subscribe({
+      clientId: parsed.data.clientId,
+      authorization: c.req.header('authorization') ?? '',
+      address: clientAddress(c),
+      keys: parsed.data.subscriptions,
+    })
     return c.body(null, 204)
   })
 }

@@ -6,6 +6,7 @@ import type { CoreApp } from '../core/app.ts'
 import { requireCollection } from '../core/collections/registry.ts'
 import { ApiError } from '../tools/api-error.ts'
 import { callerOf, clientAddress } from './caller.ts'
+import { limitText, MAX_SHORT_TEXT } from './input-limits.ts'
 import { checkFields, respond } from './record-crud.ts'
 import { readBody } from './request-body.ts'
 
@@ -14,6 +15,7 @@ export function bindRecordAuth(app: Hono, core: CoreApp) {
     requireAuthCollection(c.req.param('collection'))
     checkFields(c)
     const body = await readBody(c)
+    limitText(body, { identity: MAX_SHORT_TEXT, password: MAX_SHORT_TEXT })
     const result = await core.auth.loginWithPassword(body.identity, body.password, clientAddress(c))
     return respond(c, result)
   })

@@ -6,12 +6,27 @@ import type { CoreApp } from '../core/app.ts'
 import { requireCollection } from '../core/collections/registry.ts'
 import { FieldsError, parseFields, pickFields, topLevelKeys } from '../core/records/fields-picker.ts'
 import type { CollectionDef } from '../core/collections/collection-def.ts'
-import { badRequest } from '../tools/api-error.ts'
-import { callerOf } from './caller.ts'
+import { badRequest, tooManyRequests } from '../tools/api-error.ts'
+import { jsonLongerThan } from '../tools/json-shape.ts'
+import { callerOf, clientAddress } from './caller.ts'
 import { readBody } from './request-body.ts'
 
 export function bindRecordCrud(app: Hono, core: CoreApp) {
   const base = '/api/collections/:collection/records'
+  // Sign-ups per client address per hour (MESHWORK_SIGNUP_LIMIT): each new account is given
+  // credits. Counted before the account is created, so parallel sign-ups cannot pass together;
+  // one that fails validation gives its count back.
+  const signups = core.limits.create('signup', { points: core.config.signupLimit ?? 0, windowSeconds: 3600 })
+  const signUp = async <T>(address: string, create: () => Promise<T>): Promise<T> => {
+    const taken = await signups.take(address)
+    if (!taken.allowed) throw tooManyRequests(taken.retryAfterMs)
+    try {
+      return await create()
+    } catch (err) {
+      await signups.refund(address)
+      throw err
+    }
+  }
 
   app.get(base, async (c) => {
     const collection = requireCollection(c.req.param('collection'))
@@ -45,7 +60,8 @@ export function bindRecordCrud(app: Hono, core: CoreApp) {
     checkFields(c, collection)
     const caller = await callerOf(c, core.auth)
     const body = await readBody(c)
-    return respond(c, await core.records.create(caller, collection, body, c.req.query('expand')))
+    const create = () => core.records.create(caller, collection, body, c.req.query('expand'))
+    return respond(c, collection.type === 'auth' ? await signUp(clientAddress(c), create) : await create())
   })
 
   app.patch(`${base}/:id`, async (c) => {
@@ -88,12 +104,17 @@ export function checkFields(c: Context, collection?: CollectionDef) {
 /** JSON response with the `fields` parameter applied (2xx only, as PocketBase does). */
 export function respond(c: Context, data: unknown) {
   const pick = checkFields(c)
-  if (!pick) return c.json(data)
-  if (data && typeof data === 'object' && 'items' in data && Array.isArray((data as { items: unknown[] }).items)) {
+  let out = data
+  if (pick && data && typeof data === 'object' && 'items' in data && Array.isArray((data as { items: unknown[] }).items)) {
     const list = data as { items: unknown[] }
-    return c.json({ ...list, items: list.items.map((item) => pickFields(item, pick)) })
+    out = { ...list, items: list.items.map((item) => pickFields(item, pick)) }
+  } else if (pick) out = pickFields(data, pick)
+  // Expand can multiply a page many times over (each item carrying the same large related
+  // records); serialising tens of MB would hold the event loop, so such an answer is refused.
+  if (jsonLongerThan(out)) {
+    throw badRequest('The response would be too large: ask for fewer records (perPage), expands or fields.')
   }
-  return c.json(pickFields(data, pick))
+  return c.json(out)
 }
 
 function intParam(value: string | undefined, name: string): number | undefined {

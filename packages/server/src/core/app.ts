@@ -2,6 +2,7 @@
  * @module Builds the coordinator's core from a config: database (migrated), bus, records, auth and
  * the ledger's reactions. Each consumer gets the narrow service it needs, not this whole object.
  */
+import { Redis } from 'ioredis'
 import type { Config } from '../config.ts'
 import { openDatabase, type Database } from '../db/database.ts'
 import { migrateToLatest } from '../db/migrate.ts'
@@ -9,18 +10,28 @@ import { getOrCreateSetting, newSecret } from '../db/settings.ts'
 import type { Bus } from '../tools/bus/bus.ts'
 import { MemoryBus } from '../tools/bus/memory-bus.ts'
 import { RedisBus } from '../tools/bus/redis-bus.ts'
+import { createLimiters, type Limiters } from '../tools/rate-limiter.ts'
+import { newRecordId } from '../tools/ids.ts'
 import { createAuthService, type AuthService } from './auth/auth-service.ts'
 import { LoginThrottle } from './auth/login-throttle.ts'
 import type { TokenConfig } from './auth/tokens.ts'
-import { applyEntry } from './ledger/ledger-entry.ts'
+import { registerConversationHooks } from './chat/conversation-activity.ts'
+import { bindLedgerHooks } from './ledger/ledger-hooks.ts'
 import { RecordEvents } from './records/record-events.ts'
 import { RecordHooks } from './records/record-hooks.ts'
 import { createRecordsService, type RecordsService } from './records/records-service.ts'
 
 export interface CoreApp {
   config: Config
+  /** This process, among the coordinators sharing the database (bus channels, leases). */
+  processId: string
   database: Database
   bus: Bus
+  /** Counted limits (login, sign-up, link flows, chat sends, ...): shared through Redis when
+   * configured, so every process counts together; in memory otherwise. */
+  limits: Limiters
+  /** Scaled out: a Redis connection for shared state, its keys under the deployment's prefix. */
+  redis?: Redis
   events: RecordEvents
   hooks: RecordHooks
   records: RecordsService
@@ -34,21 +45,22 @@ export async function createCore(config: Config): Promise<CoreApp> {
   await migrateToLatest(database.db, config.databaseSchema)
   const secret = config.secret ?? (await getOrCreateSetting(database.db, 'auth_secret', newSecret))
   const tokens: TokenConfig = { secret, ttlSeconds: config.tokenTtlSeconds }
-  const bus: Bus = config.redisUrl ? new RedisBus(config.redisUrl) : new MemoryBus()
+  const prefix = `${config.redisPrefix ?? 'meshwork'}:`
+  const bus: Bus = config.redisUrl ? new RedisBus(config.redisUrl, prefix) : new MemoryBus()
+  const redis = config.redisUrl ? new Redis(config.redisUrl, { keyPrefix: prefix, maxRetriesPerRequest: 2 }) : undefined
+  // Connection errors surface through the calls that need Redis and health; ioredis reconnects.
+  redis?.on('error', () => {})
   const events = new RecordEvents()
   const hooks = new RecordHooks()
   const records = createRecordsService(database, events, hooks)
-  const auth = createAuthService(database, records, tokens, new LoginThrottle())
+  const limits = createLimiters({ redisUrl: config.redisUrl, prefix: config.redisPrefix ?? 'meshwork' })
+  // Scaled out, the first requests must already count together with the other processes.
+  await limits.ready()
+  const auth = createAuthService(database, records, tokens, new LoginThrottle(limits, config.loginThrottle))
 
-  // Every new user starts with a balance, in the same transaction as the user record.
-  hooks.onAfterCreate('users', async (trx, _collection, user) => {
-    await applyEntry(trx, {
-      user: user.id as string,
-      type: 'credit_admin',
-      amount: config.initialCredits,
-      description: 'Initial credits',
-    })
-  })
+  bindLedgerHooks(hooks, config.initialCredits)
+
+  registerConversationHooks(hooks)
 
   // Spec: a node cannot be switched on unless at least one of its models is serving.
   hooks.onClientUpdate('nodes', async (db, existing, values): Promise<Record<string, { code: string; message: string }>> => {
@@ -65,8 +77,11 @@ export async function createCore(config: Config): Promise<CoreApp> {
 
   return {
     config,
+    processId: newRecordId(),
     database,
     bus,
+    redis,
+    limits,
     events,
     hooks,
     records,
@@ -74,6 +89,8 @@ export async function createCore(config: Config): Promise<CoreApp> {
     tokens,
     async close() {
       await bus.close()
+      redis?.disconnect()
+      await limits.close()
       await database.close()
     },
   }

@@ -7,6 +7,7 @@ import { join } from 'node:path'
 import SqliteDatabase from 'better-sqlite3'
 import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely'
 import pg from 'pg'
+import { likeMatch, type LikeBudget } from '../tools/filter/values.ts'
 
 export type Dialect = 'sqlite' | 'postgres'
 
@@ -50,6 +51,7 @@ function openSqlite(options: DatabaseOptions): Database {
   driver.pragma('synchronous = NORMAL')
   driver.pragma('busy_timeout = 5000')
   driver.pragma('foreign_keys = OFF')
+  overrideLike(driver)
   const db: Db = new Kysely({ dialect: new SqliteDialect({ database: withStatementCache(driver) }) })
   return {
     db,
@@ -81,7 +83,17 @@ async function openPostgres(url: string, schema?: string): Promise<Database> {
     }
   }
   // The search path is a startup option of every connection, so no query can run before it.
-  const pool = new pg.Pool({ connectionString: url, max: 10, ...(schema ? { options: `-c search_path=${schema}` } : {}) })
+  // A connection attempt gives up after 5 s (the default waits for ever), so a query or a health
+  // check fails instead of hanging while PostgreSQL is unreachable.
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: 10,
+    connectionTimeoutMillis: 5000,
+    ...(schema ? { options: `-c search_path=${schema}` } : {}),
+  })
+  // An idle connection that breaks (PostgreSQL restarted, the network cut) is dropped by the pool;
+  // without a listener its 'error' event would end the process.
+  pool.on('error', (err) => console.error('PostgreSQL connection lost:', err.message))
   const db: Db = new Kysely({ dialect: new PostgresDialect({ pool }) })
   return {
     db,
@@ -96,6 +108,33 @@ async function openPostgres(url: string, schema?: string): Promise<Database> {
     },
     close: () => db.destroy(),
   }
+}
+
+/**
+ * SQLite runs on the event loop (better-sqlite3 is synchronous) and its LIKE takes O(text x
+ * pattern) time: one list request of `prompt ~ "aaa…b"` over a few long stored prompts held the
+ * loop for a third of a second. So LIKE (which `~` compiles to) is replaced by the filter
+ * language's own matcher, with the same semantics (SQLite's: ASCII case-insensitive, `_` one
+ * character), charged against one work budget per statement; past it the statement fails with a
+ * FilterError, which the records API answers with a 400. PostgreSQL runs queries in its own
+ * process, so its LIKE is left as it is.
+ */
+const statementLikeBudget: LikeBudget = { left: 0 }
+/** About 15 ms of matching: 8 million characters read or compared by one statement's LIKEs. */
+export const SQLITE_LIKE_BUDGET = 8_000_000
+
+function overrideLike(driver: SqliteDatabase.Database) {
+  const like = (pattern: unknown, value: unknown, escape: unknown) => {
+    if (pattern === null || value === null) return null
+    return likeMatch(String(value), String(pattern), statementLikeBudget, escape === undefined ? null : String(escape)) ? 1 : 0
+  }
+  driver.function('like', { deterministic: true }, (pattern: unknown, value: unknown) => like(pattern, value, undefined))
+  driver.function('like', { deterministic: true }, (pattern: unknown, value: unknown, escape: unknown) => like(pattern, value, escape))
+}
+
+function withLikeBudget<T>(run: () => T): T {
+  statementLikeBudget.left = SQLITE_LIKE_BUDGET
+  return run()
 }
 
 /** Kysely prepares every query anew; the records engine repeats the same SQL text, so keep up to
@@ -131,16 +170,23 @@ type CachedStatement = Pick<SqliteDatabase.Statement, 'reader' | 'run' | 'iterat
  * object rows (a 50-row page: ~60 us instead of ~95 us), the same shape for every caller. */
 function cachedStatement(driver: SqliteDatabase.Database, text: string): CachedStatement {
   const stmt = driver.prepare(text)
-  if (!stmt.reader) return stmt
+  if (!stmt.reader) {
+    return {
+      reader: false,
+      run: (...args) => withLikeBudget(() => stmt.run(...args)),
+      iterate: (...args) => withLikeBudget(() => stmt.iterate(...args)),
+      all: (parameters) => withLikeBudget(() => stmt.all(parameters)),
+    }
+  }
   const columns = stmt.columns().map((c) => c.name)
   stmt.raw(true)
   return {
     reader: true,
-    run: (...args) => stmt.run(...args),
+    run: (...args) => withLikeBudget(() => stmt.run(...args)),
     // Kysely streams through iterate (nothing here does); it gets a statement of its own.
-    iterate: (...args) => driver.prepare(text).iterate(...args),
+    iterate: (...args) => withLikeBudget(() => driver.prepare(text).iterate(...args)),
     all(parameters) {
-      const rows = stmt.all(parameters) as unknown[][]
+      const rows = withLikeBudget(() => stmt.all(parameters)) as unknown[][]
       const out = new Array<Record<string, unknown>>(rows.length)
       for (let i = 0; i < rows.length; i++) {
         const values = rows[i]

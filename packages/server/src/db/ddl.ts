@@ -1,12 +1,17 @@
 /**
  * @module Small DDL helpers shared by migrations, so both dialects get the same storage rules:
- * text-like values are TEXT NOT NULL DEFAULT '', numbers DOUBLE PRECISION, booleans INTEGER 0/1
- * (the filter compiler relies on these).
+ * text-like values are TEXT NOT NULL DEFAULT '', numbers DOUBLE PRECISION, exact integers (credits
+ * in units) BIGINT, booleans INTEGER 0/1 (the filter compiler relies on these).
  */
-import { sql } from 'kysely'
-import type { Db } from './database.ts'
+import { sql, SqliteAdapter } from 'kysely'
+import type { Db, Dialect } from './database.ts'
 
-export type ColumnKind = 'text' | 'number' | 'bool' | 'json'
+export type ColumnKind = 'text' | 'number' | 'integer' | 'bool' | 'json'
+
+/** Which engine a Kysely instance talks to (migrations get no Database wrapper). */
+export function dialectOf(db: Db): Dialect {
+  return db.getExecutor().adapter instanceof SqliteAdapter ? 'sqlite' : 'postgres'
+}
 export type ColumnSpec = [name: string, kind: ColumnKind]
 
 export async function createTable(db: Db, table: string, columns: ColumnSpec[]): Promise<void> {
@@ -14,6 +19,8 @@ export async function createTable(db: Db, table: string, columns: ColumnSpec[]):
   for (const [name, kind] of columns) {
     if (kind === 'number') {
       builder = builder.addColumn(name, 'double precision', (c) => c.notNull().defaultTo(0))
+    } else if (kind === 'integer') {
+      builder = builder.addColumn(name, 'bigint', (c) => c.notNull().defaultTo(0))
     } else if (kind === 'bool') {
       builder = builder.addColumn(name, 'integer', (c) => c.notNull().defaultTo(0))
     } else if (kind === 'json') {

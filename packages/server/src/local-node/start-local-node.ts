@@ -7,10 +7,16 @@ import { join } from 'node:path'
 import { startAgent, type RunningAgent } from '@meshwork/node'
 import type { CoreApp } from '../core/app.ts'
 import { requireCollection } from '../core/collections/registry.ts'
+import { SYSTEM_EMAIL_DOMAIN } from '../core/auth/email-identity.ts'
 import { issueCredential, newSecret, revokeCredentials } from '../core/nodes/node-credentials.ts'
 import { server as superuser } from '../core/records/caller.ts'
+import { getOrCreateSetting } from '../db/settings.ts'
+import { newRecordId } from '../tools/ids.ts'
 
-export const HOUSE_EMAIL = 'house@meshwork.local'
+/** At the system's reserved domain: no sign-up can take it (see core/auth/email-identity.ts). */
+export const HOUSE_EMAIL = `house@${SYSTEM_EMAIL_DOMAIN}`
+/** The `_settings` key holding the house account's id: the house is found by it, never by e-mail. */
+export const HOUSE_SETTING = 'house_user_id'
 export const LOCAL_NODE_NAME = 'Meshwork local node'
 export const DEFAULT_LOCAL_MODEL = 'stories260K'
 
@@ -34,23 +40,7 @@ export async function ensureLocalNode(
   modelName = DEFAULT_LOCAL_MODEL,
 ): Promise<{ nodeId: string; nodeModelId: string | null }> {
   const db = core.database.db
-  let house = await db
-    .selectFrom('users')
-    .select('id')
-    .where('email', '=', HOUSE_EMAIL)
-    .executeTakeFirst()
-  if (!house) {
-    // Nobody signs in as the house: its password is random and never kept.
-    const password = newSecret().slice(0, 40)
-    const created = await core.records.create(superuser, requireCollection('users'), {
-      email: HOUSE_EMAIL,
-      password,
-      passwordConfirm: password,
-      name: 'Meshwork',
-      verified: true,
-    })
-    house = { id: created.id }
-  }
+  const house = { id: await ensureHouseAccount(core) }
   let node = await db
     .selectFrom('nodes')
     .select('id')
@@ -65,6 +55,12 @@ export async function ensureLocalNode(
     node = { id: created.id }
   }
   const nodeId = String(node.id)
+  // The built-in node runs inside the coordinator: it is a reference node for verification.
+  await db
+    .updateTable('nodes')
+    .set({ trusted: 1, verification: 'trusted' })
+    .where('id', '=', nodeId)
+    .execute()
   const model = await db
     .selectFrom('models')
     .select('id')
@@ -94,6 +90,35 @@ export async function ensureLocalNode(
     requested_serving: true,
   })
   return { nodeId, nodeModelId: String(nm.id) }
+}
+
+/**
+ * The house account's id, creating the account the first time. Its id is chosen and stored first
+ * (`_settings`, first writer wins across processes), then the account is made under that id with
+ * an address at the reserved domain and a random password nobody keeps. An account that merely
+ * has the old house address (`house@meshwork.local`, which anyone could register) is never it.
+ */
+export async function ensureHouseAccount(core: CoreApp): Promise<string> {
+  const db = core.database.db
+  const id = await getOrCreateSetting(db, HOUSE_SETTING, newRecordId)
+  const exists = async () =>
+    Boolean(await db.selectFrom('users').select('id').where('id', '=', id).executeTakeFirst())
+  if (await exists()) return id
+  const password = newSecret().slice(0, 40)
+  try {
+    await core.records.create(superuser, requireCollection('users'), {
+      id,
+      email: HOUSE_EMAIL,
+      password,
+      passwordConfirm: password,
+      name: 'Meshwork',
+      verified: true,
+    })
+  } catch (err) {
+    // Another process made it at the same moment.
+    if (!(await exists())) throw err
+  }
+  return id
 }
 
 /** Ensures the records, issues a fresh credential (older ones are revoked) and starts the agent. */

@@ -12,6 +12,8 @@ export interface FieldError {
 export class ApiError extends Error {
   readonly status: number
   readonly data: Record<string, FieldError | unknown>
+  /** Sent as Retry-After (seconds) when set: rate limits. */
+  retryAfterSeconds = 0
 
   constructor(status: number, message: string, data: Record<string, unknown> = {}, cause?: unknown) {
     super(sentenize(message), { cause })
@@ -38,7 +40,12 @@ export const unauthorized = (message = 'The request requires valid record author
   new ApiError(401, message)
 export const forbidden = (message = 'Only superusers can perform this action.') => new ApiError(403, message)
 export const notFound = (message = "The requested resource wasn't found.") => new ApiError(404, message)
-export const tooManyRequests = () => new ApiError(429, 'Too Many Requests.')
+/** PocketBase's 429; `retryAfterMs` becomes a Retry-After header (errors.ts). */
+export function tooManyRequests(retryAfterMs = 0): ApiError {
+  const err = new ApiError(429, 'Too Many Requests.')
+  err.retryAfterSeconds = Math.ceil(retryAfterMs / 1000)
+  return err
+}
 
 /** A validation failure on named fields, in PocketBase's shape. */
 export function validationError(message: string, fields: Record<string, FieldError>): ApiError {

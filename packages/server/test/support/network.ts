@@ -54,7 +54,7 @@ export async function waitUntil<T>(
   }
 }
 
-export type JobScript = 'stream' | 'hang' | 'reject'
+export type JobScript = 'stream' | 'hang' | 'reject' | 'fail'
 
 /** A node agent in miniature: reports every requested model as served and runs scripted jobs. */
 export class FakeNode {
@@ -64,6 +64,16 @@ export class FakeNode {
   chunks = ['Once', ' upon', ' a', ' time']
   chunkDelayMs = 20
   tokensInputReported = 999
+  /** What job_done claims as output tokens (default: one per chunk). */
+  tokensOutputReported: number | null = null
+  /** Token ids sent with each chunk (by index), when set. */
+  chunkTokens: number[][] | null = null
+  /** What model_status claims as tokens per second. */
+  tokensPerSecondClaim = 100
+  /** The error text of a 'fail' script. */
+  failError = 'Engine error'
+  /** Fields that replace the default hello's. */
+  hello: Partial<Extract<NodeToServerFrame, { type: 'hello' }>> = {}
   jobs: JobOfferFrame[] = []
   /** Offers to answer with 'No free job slot' before running any. */
   rejectNext = 0
@@ -95,9 +105,10 @@ export class FakeNode {
           protocol_version: NODE_PROTOCOL_VERSION,
           agent_version: 'fake',
           hardware: { cpu_model: 'fake', cpu_cores: 1, memory_bytes: 1, gpu: null },
-          engines: [{ kind: 'llama.cpp', version: null }],
+          engines: [{ kind: 'llama.cpp', version: null, backend: 'cpu-fake' }],
           max_jobs: this.maxJobs,
-        })
+          ...this.hello,
+        } as NodeToServerFrame)
         this.heartbeat = setInterval(
           () => this.send({ type: 'heartbeat', busy_jobs: 0, max_jobs: this.maxJobs }),
           100,
@@ -132,7 +143,7 @@ export class FakeNode {
           is_downloaded: m.requested_download || m.requested_serving,
           download_progress: m.requested_download ? 100 : 0,
           is_serving: m.requested_serving,
-          tokens_per_second: 100,
+          tokens_per_second: this.tokensPerSecondClaim,
           error_message: '',
         })
       }
@@ -140,7 +151,7 @@ export class FakeNode {
     if (frame.type === 'job_offer') void this.run(frame)
   }
 
-  private async run(job: JobOfferFrame) {
+  protected async run(job: JobOfferFrame) {
     this.jobs.push(job)
     if (this.rejectNext > 0) {
       this.rejectNext--
@@ -149,16 +160,19 @@ export class FakeNode {
     if (this.script === 'reject')
       return this.send({ type: 'job_rejected', job_id: job.job_id, reason: 'No free job slot' })
     this.send({ type: 'job_accepted', job_id: job.job_id })
+    if (this.script === 'fail')
+      return this.send({ type: 'job_failed', job_id: job.job_id, error: this.failError })
     for (const [i, text] of this.chunks.entries()) {
       await new Promise((r) => setTimeout(r, this.chunkDelayMs))
-      this.send({ type: 'job_chunk', job_id: job.job_id, text })
+      const tokens = this.chunkTokens?.[i]
+      this.send({ type: 'job_chunk', job_id: job.job_id, text, ...(tokens ? { tokens } : {}) })
       if (this.script === 'hang' && i === 1) return
     }
     this.send({
       type: 'job_done',
       job_id: job.job_id,
       tokens_input: this.tokensInputReported,
-      tokens_output: this.chunks.length,
+      tokens_output: this.tokensOutputReported ?? this.chunks.length,
       processing_time_ms: 42,
     })
   }

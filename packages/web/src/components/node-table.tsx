@@ -47,9 +47,9 @@ export function NodeTable({
     )
   }
   return (
-    <div className="overflow-x-auto">
-      <table className="w-full min-w-[40rem] text-left text-sm">
-        <thead className="bg-slate-50 text-xs font-medium tracking-wide text-slate-500 uppercase dark:bg-slate-950/40 dark:text-slate-400">
+    <div className="sm:overflow-x-auto">
+      <table className="w-full text-left text-sm sm:min-w-[40rem]">
+        <thead className="bg-slate-50 text-xs font-medium tracking-wide text-slate-500 uppercase max-sm:sr-only dark:bg-slate-950/40 dark:text-slate-400">
           <tr className={lastCellPadding}>
             <th scope="col" className="px-5 py-3 sm:px-6">
               Device
@@ -80,20 +80,26 @@ export function NodeTable({
             )}
           </tr>
         </thead>
-        <tbody className="divide-y divide-slate-100 dark:divide-slate-800">
+        <tbody className="divide-y divide-slate-100 max-sm:block dark:divide-slate-800">
           {nodes.map((node) => (
             <tr
               key={node.id}
               title={lastSeenTip(node.last_seen)}
-              className={cn(lastCellPadding, 'hover:bg-slate-50/70 dark:hover:bg-slate-800/40')}
+              className={cn(
+                lastCellPadding,
+                phoneRow,
+                'hover:bg-slate-50/70 dark:hover:bg-slate-800/40',
+              )}
             >
-              <td className="px-5 py-3 font-medium whitespace-nowrap text-slate-900 sm:px-6 dark:text-white">
+              <td className="px-5 py-3 font-medium whitespace-nowrap text-slate-900 max-sm:col-start-1 max-sm:row-start-1 max-sm:truncate max-sm:p-0 sm:px-6 dark:text-white">
                 {deviceLabel(node)}
               </td>
-              <td className="px-3 py-3 whitespace-nowrap">
+              <td className={cn('px-3 py-3 whitespace-nowrap', phoneCell)}>
+                <PhoneLabel>Status</PhoneLabel>
                 <NodeStatusBadge status={node.status} plain={!showStatusBadge} />
               </td>
-              <td className="px-3 py-3">
+              <td className={cn('px-3 py-3', phoneCell)}>
+                <PhoneLabel>Models</PhoneLabel>
                 {node.servingModels.length === 0 ? (
                   <span className="text-slate-500 dark:text-slate-400">None</span>
                 ) : (
@@ -109,16 +115,29 @@ export function NodeTable({
                   </div>
                 )}
               </td>
-              <td className="px-3 py-3 text-right text-slate-700 tabular-nums dark:text-slate-300">
-                {formatNumber(node.total_requests)}
+              <td
+                className={cn(
+                  'px-3 py-3 text-right text-slate-700 tabular-nums dark:text-slate-300',
+                  phoneCell,
+                )}
+              >
+                <PhoneLabel>Requests</PhoneLabel>
+                <span>{formatNumber(node.total_requests)}</span>
               </td>
               {showReputation && (
-                <td className="px-3 py-3 text-right text-slate-700 tabular-nums dark:text-slate-300">
-                  {formatReputation(node.reputation_score)}
+                <td
+                  className={cn(
+                    'px-3 py-3 text-right text-slate-700 tabular-nums dark:text-slate-300',
+                    phoneCell,
+                  )}
+                >
+                  <PhoneLabel>Reputation</PhoneLabel>
+                  <span>{formatReputation(node.reputation_score)}</span>
                 </td>
               )}
               {showActive && (
-                <td className="px-3 py-3">
+                <td className={cn('px-3 py-3', phoneCell)}>
+                  <PhoneLabel>Active</PhoneLabel>
                   <span
                     className={cn(
                       'text-xs font-medium',
@@ -132,7 +151,7 @@ export function NodeTable({
                 </td>
               )}
               {showActions && (
-                <td className="px-5 py-2 text-right whitespace-nowrap sm:px-6">
+                <td className="px-5 py-2 text-right whitespace-nowrap max-sm:col-start-2 max-sm:row-start-1 max-sm:p-0 sm:px-6">
                   <Button
                     variant="ghost"
                     size="icon"
@@ -157,5 +176,26 @@ export function NodeTable({
         </tbody>
       </table>
     </div>
+  )
+}
+
+/**
+ * Below 640 px each row is a small card: the device name with the actions beside it on the first
+ * line, then one labelled line per column, so Edit and Delete are never off-screen.
+ */
+const phoneRow =
+  'max-sm:grid max-sm:grid-cols-[minmax(0,1fr)_auto] max-sm:items-center max-sm:gap-x-2 max-sm:gap-y-1 max-sm:px-4 max-sm:py-3'
+const phoneCell =
+  'max-sm:col-span-2 max-sm:flex max-sm:items-center max-sm:gap-2 max-sm:p-0 max-sm:text-left'
+
+/** A cell's column name, shown only in the phone layout (the header row is hidden there). */
+function PhoneLabel({ children }: { children: string }) {
+  return (
+    <span
+      className="w-24 shrink-0 text-xs text-slate-500 sm:hidden dark:text-slate-400"
+      aria-hidden
+    >
+      {children}
+    </span>
   )
 }

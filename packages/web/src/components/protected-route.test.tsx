@@ -2,7 +2,8 @@ import { QueryClient, QueryClientProvider } from '@tanstack/react-query'
 import { cleanup, render, screen } from '@testing-library/react'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createMemoryRouter, RouterProvider, useLocation } from 'react-router'
-import { AuthProvider } from '../context/auth-context.tsx'
+import { AuthProvider, startSessionRefresh } from '../context/auth-context.tsx'
+import { putBoot } from '../lib/boot-results.ts'
 import { pb } from '../lib/pb.ts'
 import { ProtectedRoute } from './protected-route.tsx'
 
@@ -62,6 +63,43 @@ describe('ProtectedRoute', () => {
     vi.spyOn(pb, 'collection').mockReturnValue({
       authRefresh: () => Promise.reject(new Error('expired')),
     } as never)
+    renderAt('/nodes')
+    expect(await screen.findByText('login page, from /nodes')).toBeTruthy()
+    expect(pb.authStore.isValid).toBe(false)
+  })
+
+  it("takes the refresh boot.ts started: the answer's session is saved and the screen shows", async () => {
+    pb.authStore.save(validToken, { id: 'u1', email: 'a@b.co', collectionName: 'users' } as never)
+    const refresh = vi.fn()
+    vi.spyOn(pb, 'collection').mockReturnValue({ authRefresh: refresh } as never)
+    const renewed = `${b64({ alg: 'HS256' })}.${b64({ id: 'u1', exp: 4102444801 })}.sig`
+    putBoot(
+      'auth-refresh',
+      Promise.resolve({
+        ok: true,
+        status: 200,
+        body: { token: renewed, record: { id: 'u1', email: 'a@b.co' } },
+      }),
+    )
+    startSessionRefresh()
+    renderAt('/nodes')
+    expect(await screen.findByText('nodes screen')).toBeTruthy()
+    expect(pb.authStore.token).toBe(renewed)
+    expect(refresh).not.toHaveBeenCalled()
+  })
+
+  it('logs out when the refresh boot.ts started was refused', async () => {
+    pb.authStore.save(validToken, { id: 'u1', email: 'a@b.co', collectionName: 'users' } as never)
+    vi.spyOn(console, 'warn').mockImplementation(() => {})
+    putBoot(
+      'auth-refresh',
+      Promise.resolve({
+        ok: false,
+        status: 401,
+        body: { message: 'The request requires valid record authorization token.' },
+      }),
+    )
+    startSessionRefresh()
     renderAt('/nodes')
     expect(await screen.findByText('login page, from /nodes')).toBeTruthy()
     expect(pb.authStore.isValid).toBe(false)

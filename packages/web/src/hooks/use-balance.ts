@@ -4,6 +4,8 @@ import { pb } from '../lib/pb.ts'
 
 export interface Balance {
   balance: number
+  /** Credits held for requests still running (spendable = balance - held). */
+  held: number
   total_earned: number
   total_spent: number
 }
@@ -24,6 +26,7 @@ export async function fetchBalance(userId: string | undefined): Promise<Balance>
   const record = list.items[0]
   return {
     balance: record?.balance ?? 0,
+    held: record?.held ?? 0,
     total_earned: record?.total_earned ?? 0,
     total_spent: record?.total_spent ?? 0,
   }

@@ -19,14 +19,36 @@ export interface SendChatResult {
   position: number
 }
 
+export interface QuoteInput {
+  conversation_id?: string
+  model_id: string
+  prompt: string
+}
+
+/** The most a message can cost before it is sent (the hold a send would take). */
+export interface QuoteResult {
+  available: number
+  estimated_input: number
+  /** null when the balance cannot pay even the shortest answer. */
+  max_cost: number | null
+  output_cap: number
+  min_cost: number
+}
+
 export interface RetryResult {
   status: string
   message: string
 }
 
+/** A service as the Network screen shows it; Redis is 'not_configured' on the embedded bus. */
+export type ServiceState = 'online' | 'offline' | 'not_configured'
+
 export interface HealthResult {
   status: string
+  /** The spec's booleans. */
   services: { database: boolean; redis: boolean }
+  /** Beside them: tells a Redis that is down from one that was never configured. */
+  states?: { database?: ServiceState; redis?: ServiceState }
 }
 
 export interface ApproveUserInfo {
@@ -66,9 +88,19 @@ async function call<T>(method: 'GET' | 'POST', path: string, body?: unknown): Pr
 
 /** Validates locally (spec §5) and queues a chat message. */
 export function sendChat(input: SendChatInput): Promise<SendChatResult> {
-  if (!input.conversation_id) return Promise.reject(new ApiError(400, 'Conversation ID is required'))
+  if (!input.conversation_id)
+    return Promise.reject(new ApiError(400, 'Conversation ID is required'))
   if (!input.model_id) return Promise.reject(new ApiError(400, 'Model ID is required'))
   return call<SendChatResult>('POST', '/api/chat/send', input)
+}
+
+export function quoteMessage(input: QuoteInput): Promise<QuoteResult> {
+  return call<QuoteResult>('POST', '/api/chat/quote', input)
+}
+
+/** A new answer to the conversation's last message; answers like a send, with the new id. */
+export function regenerateAnswer(requestId: string): Promise<SendChatResult> {
+  return call<SendChatResult>('POST', '/api/chat/regenerate', { request_id: requestId })
 }
 
 export function retryRequest(requestId: string): Promise<RetryResult> {
@@ -77,6 +109,11 @@ export function retryRequest(requestId: string): Promise<RetryResult> {
 
 export function approveNode(stateToken: string, userInfo: ApproveUserInfo): Promise<unknown> {
   return call('POST', '/api/auth/complete-flow', { state_token: stateToken, user_info: userInfo })
+}
+
+/** The pending flow as the coordinator knows it: the device name the node itself sent. */
+export function getFlowInfo(stateToken: string): Promise<{ device_name: string; expires_at: string }> {
+  return call('POST', '/api/auth/flow-info', { state_token: stateToken })
 }
 
 export function denyNode(stateToken: string): Promise<unknown> {

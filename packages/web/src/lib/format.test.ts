@@ -32,7 +32,9 @@ describe('formatRelativeDate', () => {
   })
   it('reads PocketBase record dates', () => {
     expect(formatRelativeDate('2026-05-10 09:00:00.000Z', now)).toBe('Today')
-    expect(parseRecordDate('2026-05-10 09:00:00.123Z').toISOString()).toBe('2026-05-10T09:00:00.123Z')
+    expect(parseRecordDate('2026-05-10 09:00:00.123Z').toISOString()).toBe(
+      '2026-05-10T09:00:00.123Z',
+    )
   })
 })
 
@@ -58,6 +60,11 @@ describe('number formats', () => {
     expect(formatGigabytes(1024 ** 3)).toBe('1.0 GB')
     expect(formatGigabytes(4_368_439_296)).toBe('4.1 GB')
     expect(formatGigabytes(0)).toBe('0.0 GB')
+    // Real small files never read 0.0 GB: the demo model is 1.1 MB.
+    expect(formatGigabytes(1_185_376)).toBe('1.1 MB')
+    expect(formatGigabytes(53_687_090)).toBe('51.2 MB')
+    expect(formatGigabytes(53_687_092)).toBe('0.1 GB')
+    expect(formatGigabytes(397_808_192)).toBe('0.4 GB')
   })
   it('formats tokens/s and reputation with one decimal', () => {
     expect(formatTokensPerSecond(12.345)).toBe('12.3 tok/s')

@@ -13,8 +13,11 @@ export function formatRelativeDate(value: string | Date, now: Date = new Date())
   if (diffDays <= 1) return 'Today'
   if (diffDays === 2) return 'Yesterday'
   if (diffDays <= 7) return `${diffDays} days ago`
-  return date.toLocaleDateString()
+  return localDate.format(date)
 }
+
+// The format toLocaleDateString() uses, built once (the sidebar formats up to 50 dates a render).
+const localDate = new Intl.DateTimeFormat()
 
 /** Parses PocketBase's 'YYYY-MM-DD HH:MM:SS.sssZ' (space separator) as well as ISO strings. */
 export function parseRecordDate(value: string): Date {
@@ -31,8 +34,12 @@ export function estimateTokens(prompt: string): number {
   return Math.floor(prompt.length / 4)
 }
 
-/** Model size: bytes / 1024³ with one decimal, e.g. '4.1 GB'. */
+/**
+ * Model size: bytes / 1024³ with one decimal, e.g. '4.1 GB' (spec §9). Below 0.1 GB that would
+ * read '0.0 GB' for a real file, so small files show in MB (bytes / 1024², one decimal) instead.
+ */
 export function formatGigabytes(bytes: number): string {
+  if (bytes > 0 && bytes < 0.05 * 1024 ** 3) return `${(bytes / 1024 ** 2).toFixed(1)} MB`
   return `${(bytes / 1024 ** 3).toFixed(1)} GB`
 }
 
@@ -46,7 +53,16 @@ export function formatReputation(value: number | null | undefined): string {
   return (value ?? 0).toFixed(1)
 }
 
+// One formatter per precision: `toLocaleString` with options builds a new Intl.NumberFormat on
+// every call, which is most of its cost.
+const numberFormats = new Map<number, Intl.NumberFormat>()
+
 /** Locale number formatting used for counts and balances. */
 export function formatNumber(value: number | null | undefined, maxFractionDigits = 0): string {
-  return (value ?? 0).toLocaleString(undefined, { maximumFractionDigits: maxFractionDigits })
+  let format = numberFormats.get(maxFractionDigits)
+  if (!format) {
+    format = new Intl.NumberFormat(undefined, { maximumFractionDigits: maxFractionDigits })
+    numberFormats.set(maxFractionDigits, format)
+  }
+  return format.format(value ?? 0)
 }

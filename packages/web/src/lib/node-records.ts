@@ -13,6 +13,17 @@ export interface NodeRecord {
   is_active: boolean
   last_seen: string
   servingModels: string[]
+  /** What the node reported in its hello (absent until it first connects). */
+  hardware?: NodeHardwareInfo | null
+}
+
+/** The `hardware` a node reports: memory in bytes; VRAM where its GPU backend tells. */
+export interface NodeHardwareInfo {
+  cpu_model?: string
+  cpu_cores?: number
+  memory_bytes?: number
+  gpu?: string | null
+  vram_bytes?: number | null
 }
 
 /** A `models` catalogue record. */
@@ -38,6 +49,8 @@ export interface NodeModelRecord {
   tokens_per_second: number
   download_progress: string
   error_message: string
+  /** When the owner last pressed Retry (the node then tries again at once). */
+  retry_requested_at?: string
   expand?: { model?: CatalogueModel }
 }
 

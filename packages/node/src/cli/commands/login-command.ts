@@ -4,7 +4,7 @@
  */
 import { hostname } from 'node:os'
 import type { CommandModule } from 'yargs'
-import { writeCredentials } from '../../auth/credentials-store.ts'
+import { credentialsPath, readCredentials, writeCredentials } from '../../auth/credentials-store.ts'
 import { LinkDeniedError, LinkExpiredError, linkDevice } from '../../auth/link-device.ts'
 import { resolveNodeHome } from '../../node-home.ts'
 import { openBrowser } from '../utils/open-browser.ts'
@@ -13,6 +13,7 @@ interface LoginArgs {
   server: string
   device: string
   open: boolean
+  force: boolean
 }
 
 export const loginCommand: CommandModule<object, LoginArgs> = {
@@ -34,9 +35,29 @@ export const loginCommand: CommandModule<object, LoginArgs> = {
         type: 'boolean',
         default: true,
         describe: 'Open the approve URL in a browser',
+      })
+      .option('force', {
+        type: 'boolean',
+        default: false,
+        describe: 'Link again even if this machine is linked already (a new node)',
       }),
-  handler: async ({ server, device, open }) => {
+  handler: async ({ server, device, open, force }) => {
     const home = resolveNodeHome()
+    const linked = await readCredentials(home).catch(() => null)
+    if (linked && !force) {
+      // Linking again would make a second node for this machine: say so instead.
+      const same = sameServer(linked.server, server)
+      const out = same ? process.stdout : process.stderr
+      out.write(
+        `This machine is already linked to ${new URL(linked.server).origin} as node ${linked.node_id} (${credentialsPath(home)}).\n` +
+          (same
+            ? 'Run `meshwork-node start` to connect it.\n'
+            : `It was not linked to ${new URL(server).origin}.\n`) +
+          `To link it again as a new node, run \`meshwork-node login --server ${server} --force\` (then delete the old node on My Nodes).\n`,
+      )
+      if (!same) process.exitCode = 1
+      return
+    }
     try {
       const linked = await linkDevice({
         server,
@@ -67,4 +88,12 @@ export const loginCommand: CommandModule<object, LoginArgs> = {
       }
     }
   },
+}
+
+function sameServer(a: string, b: string): boolean {
+  try {
+    return new URL(a).origin === new URL(b).origin
+  } catch {
+    return false
+  }
 }

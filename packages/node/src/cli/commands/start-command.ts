@@ -66,8 +66,9 @@ export const startCommand: CommandModule<object, StartArgs> = {
       process.exitCode = 1
       return
     }
+    const server = args.server ?? creds.server
     const agent = await startAgent({
-      server: args.server ?? creds.server,
+      server,
       nodeId: creds.node_id,
       credential: creds.credential,
       home,
@@ -76,19 +77,33 @@ export const startCommand: CommandModule<object, StartArgs> = {
       gpu: args.gpu ? 'auto' : false,
       upstream: args.upstream ? { url: args.upstream, model: args['upstream-model'] } : undefined,
     })
-    printAgentEvents(agent.events, process.stdout)
+    printAgentEvents(agent, server, process.stdout)
+    // Listeners stay on until the agent has stopped: node-llama-cpp's dependencies use
+    // signal-exit, which re-raises a signal nobody else listens to (the process would die
+    // mid-shutdown, killed by its own SIGTERM). A second signal ends it at once.
+    let signalled = false
+    const onSignal = (signal: NodeJS.Signals) => {
+      if (signalled) process.exit(signal === 'SIGINT' ? 130 : 143)
+      signalled = true
+      stopping()
+    }
+    let stopping = () => {}
+    process.on('SIGINT', onSignal)
+    process.on('SIGTERM', onSignal)
     await new Promise<void>((resolve) => {
-      const finish = () => resolve()
-      process.once('SIGINT', finish)
-      process.once('SIGTERM', finish)
+      stopping = resolve
       agent.events.once('unauthorized', ({ status }) => {
+        const origin = new URL(server).origin
         process.stderr.write(
-          `The coordinator refused this node's credential (HTTP ${status}). Run \`meshwork-node login\` again.\n`,
+          `The coordinator at ${origin} refused this node's credential (HTTP ${status}): the credential was revoked or the node was deleted on My Nodes. ` +
+            `Run \`meshwork-node login --server ${origin} --force\` to link this machine again.\n`,
         )
         process.exitCode = 1
         resolve()
       })
     })
     await agent.stop()
+    process.off('SIGINT', onSignal)
+    process.off('SIGTERM', onSignal)
   },
 }

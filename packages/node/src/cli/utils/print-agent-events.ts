@@ -1,28 +1,40 @@
 /**
  * @module print-agent-events
- * Terminal rendering of a running agent's events (the library itself never prints).
+ * Terminal rendering of a running agent's events (the library itself never prints). Lines name
+ * the coordinator's URL and the models by their catalogue names, never by record ids.
  */
-import type { EventEmitter } from 'node:events'
-import type { AgentEventMap } from '../../agent/start-agent.ts'
+import type { RunningAgent } from '../../agent/start-agent.ts'
 
 /** Writes one line per notable event to `out`. */
 export function printAgentEvents(
-  events: EventEmitter<AgentEventMap>,
+  agent: RunningAgent,
+  server: string,
   out: NodeJS.WritableStream,
 ): void {
+  const { events } = agent
   const line = (s: string) => out.write(`${new Date().toISOString()} ${s}\n`)
-  events.on('connected', (hw) =>
+  const origin = new URL(server).origin
+  const name = (id: string) => agent.modelName(id) ?? `model ${id}`
+  let told = false
+  events.on('connected', (hw) => {
     line(
-      `connected (${hw.cpu_cores} cores, ${(hw.memory_bytes / 2 ** 30).toFixed(1)} GiB, gpu: ${hw.gpu ?? 'none'})`,
-    ),
-  )
-  events.on('disconnected', ({ code, reconnectInMs }) =>
+      `connected to ${origin} (${hw.cpu_cores} cores, ${(hw.memory_bytes / 2 ** 30).toFixed(1)} GiB, gpu: ${hw.gpu ?? 'none'})`,
+    )
+    if (told) return
+    told = true
     line(
-      reconnectInMs === null
-        ? `disconnected (${code})`
-        : `disconnected (${code}), reconnecting in ${(reconnectInMs / 1000).toFixed(1)} s`,
-    ),
-  )
+      `Choose what this node serves on My Nodes: ${origin}/nodes (edit this node, download a model, start serving it, switch the node to Active)`,
+    )
+  })
+  events.on('disconnected', ({ code, reconnectInMs, cause }) => {
+    const retry =
+      reconnectInMs === null ? '' : `; retrying in ${(reconnectInMs / 1000).toFixed(1)} s`
+    line(
+      cause
+        ? `cannot connect to ${origin}: ${cause}${retry}`
+        : `disconnected from ${origin} (${code})${retry}`,
+    )
+  })
   const lastProgress = new Map<string, number>()
   events.on('model_status', (s) => {
     const step = Math.floor(s.download_progress / 10)
@@ -36,12 +48,10 @@ export function printAgentEvents(
         : s.download_progress > 0
           ? `downloading ${s.download_progress.toFixed(0)}%`
           : 'not downloaded'
-    line(
-      `model ${s.node_model_id}: ${state}${s.error_message ? ` (error: ${s.error_message})` : ''}`,
-    )
+    line(`${name(s.node_model_id)}: ${state}${s.error_message ? ` (${s.error_message})` : ''}`)
   })
   events.on('job', (e) => {
-    if (e.kind === 'started') line(`job ${e.jobId} started (${e.modelId})`)
+    if (e.kind === 'started') line(`job ${e.jobId} started (${name(e.modelId)})`)
     else if (e.kind === 'done')
       line(`job ${e.jobId} done: ${e.tokensOutput} tokens in ${e.processingTimeMs} ms`)
     else if (e.kind === 'failed') line(`job ${e.jobId} failed: ${e.error}`)

@@ -3,13 +3,14 @@
  * caller. Invalid or expired tokens make the caller a guest, as PocketBase does.
  */
 import type { Database } from '../../db/database.ts'
-import { ApiError, badRequest, tooManyRequests, unauthorized, validationError } from '../../tools/api-error.ts'
+import { ApiError, badRequest, unauthorized, validationError } from '../../tools/api-error.ts'
 import { requireCollection } from '../collections/registry.ts'
 import { asUser, guest, type Caller } from '../records/caller.ts'
-import { emailPattern } from '../records/record-body.ts'
 import type { RecordsService } from '../records/records-service.ts'
 import type { RecordJson } from '../records/serialize.ts'
 import type { LoginThrottle } from './login-throttle.ts'
+import { isEmail } from '../../tools/email.ts'
+import { findUserByEmail } from './email-identity.ts'
 import { dummyPasswordHash, verifyPassword } from './passwords.ts'
 import { issueAuthToken, tokenExpiry, tokenFromHeader, verifyAuthToken, type TokenConfig } from './tokens.ts'
 
@@ -83,21 +84,17 @@ export function createAuthService(
       if (Object.keys(errors).length) {
         throw validationError('An error occurred while validating the submitted data.', errors)
       }
-      const delay = throttle.delayFor(address)
-      if (delay === Infinity) throw tooManyRequests()
-      if (delay > 0) await sleep(delay)
-
       const id = identity as string
-      const user = emailPattern.test(id)
-        ? await database.db.selectFrom('users').selectAll().where('email', '=', id).executeTakeFirst()
+      const attempt = await throttle.begin(address, id)
+      if (attempt.delayMs > 0) await sleep(attempt.delayMs)
+
+      const user = isEmail(id)
+        ? await findUserByEmail(database.db, id)
         : undefined
       // Unknown identities still pay for a hash check, so timing does not reveal which e-mails exist.
       const ok = await verifyPassword(user ? (user.password as string) : await dummyPasswordHash(), password as string)
-      if (!user || !ok) {
-        throttle.recordFailure(address)
-        throw badRequest('Failed to authenticate.')
-      }
-      throttle.recordSuccess(address)
+      if (!user || !ok) throw badRequest('Failed to authenticate.')
+      await attempt.succeeded()
       return respond(user)
     },
 

@@ -9,6 +9,11 @@ export function estimateTokens(text: string): number {
   return Math.floor(text.length / 4)
 }
 
+/** The estimate of a whole prompt: its characters together, one token per 4. */
+export function estimateMessages(messages: ChatMessage[]): number {
+  return Math.floor(messages.reduce((chars, m) => chars + m.content.length, 0) / 4)
+}
+
 export interface Turn {
   prompt: string
   response: string
@@ -20,12 +25,17 @@ export interface BuiltPrompt {
   estimatedInput: number
 }
 
-/** `history` oldest first; keeps the newest turns that fit `contextLength - reserveOutput`. */
+/**
+ * `history` oldest first; keeps the newest turns that fit `contextLength - reserveOutput`.
+ * `count` counts the input tokens of the messages kept (the coordinator's own count; by default
+ * the spec's estimate).
+ */
 export function buildPrompt(
   history: Turn[],
   message: string,
   contextLength: number,
   reserveOutput: number,
+  count: (contents: string[]) => number = (c) => estimateTokens(c.join('')),
 ): BuiltPrompt {
   const budget = Math.max(0, contextLength - reserveOutput)
   const tail: ChatMessage[] = [{ role: 'user', content: message }]
@@ -40,5 +50,5 @@ export function buildPrompt(
     )
     chars += turnChars
   }
-  return { messages: tail, estimatedInput: Math.floor(chars / 4) }
+  return { messages: tail, estimatedInput: count(tail.map((m) => m.content)) }
 }

@@ -2,17 +2,24 @@
  * @module Chat send and retry (product spec section 5): validates, builds the prompt, holds the
  * credits and creates the pending request in one transaction, then hands it to the scheduler.
  */
-import type { Sampling } from '@meshwork/protocol'
+import type { ChatMessage, Sampling } from '@meshwork/protocol'
 import { z } from 'zod'
 import { ApiError, unauthorized } from '../../tools/api-error.ts'
 import { nowDate } from '../../tools/dates.ts'
 import { newRecordId } from '../../tools/ids.ts'
 import type { CoreApp } from '../app.ts'
 import type { Caller } from '../records/caller.ts'
-import { holdCredits, InsufficientBalanceError } from '../ledger/reservation.ts'
+import { holdCredits, InsufficientBalanceError, type Reservation } from '../ledger/reservation.ts'
+import { requestCostUnits } from '../ledger/credits.ts'
+import type { Db } from '../../db/database.ts'
+import { countInput } from '../metering/answer-meter.ts'
+import type { Metering } from '../metering/metering.ts'
 import { emitBalance, emitById } from '../scheduler/emit-stored.ts'
 import type { Scheduler } from '../scheduler/scheduler.ts'
 import { buildPrompt, type Turn } from './build-prompt.ts'
+import { quoteMessage, type QuoteAnswer } from './chat-quote.ts'
+import { conversationHistory, exactError, ownConversation, ownRequest } from './chat-records.ts'
+import { touchConversation } from './conversation-activity.ts'
 
 /** Spec section 9: a request's context_length. */
 export const CONTEXT_LENGTH = 8000
@@ -26,15 +33,33 @@ export interface SendAnswer {
   position: number
 }
 
-/** An error whose message is sent exactly as written (the spec's strings have no full stop). */
-export function exactError(status: number, message: string): ApiError {
-  const err = new ApiError(status, message)
-  err.message = message
-  return err
-}
+export { exactError }
 
 export const unavailableMessage = (name: string) =>
   `${name} is currently unavailable. No nodes are online for this model. Please select a different model or try again later.`
+
+/** What a request made through an API key brings (see `startApiRequest`). */
+export interface ApiRequestStart {
+  user: string
+  modelId: string
+  /** The model's multiplier in credit units (thousandths). */
+  multiplierUnits: number
+  /** Stored as the request's prompt (the last user message). */
+  prompt: string
+  messages: ChatMessage[]
+  sampling: Omit<Sampling, 'max_tokens'>
+  /** The client's max_tokens (the server's own cap still applies). */
+  maxOutput: number
+  apiKey: string
+  requestId: string
+  /** Inside the send's transaction: the most that may be held, in credit units (a key's spending
+   * limit), given the smallest useful hold in units. */
+  holdCap?: (trx: Db, smallestHold: number) => Promise<number>
+  onReserved?: (reservation: Reservation) => void
+}
+
+export const ONLY_LAST_MESSAGE = 'Only the last answer can be regenerated.'
+export const STILL_WRITING = 'This answer is still being written.'
 
 const sendSchema = z.object({
   conversation_id: z.string().optional().default(''),
@@ -47,6 +72,7 @@ export class ChatService {
   constructor(
     private core: CoreApp,
     private scheduler: Scheduler,
+    private metering: Metering,
     private maxOutputTokens = MAX_OUTPUT_TOKENS,
   ) {}
 
@@ -60,30 +86,76 @@ export class ChatService {
     if (!input.model_id) throw exactError(400, 'Model ID is required')
     if (!input.prompt.trim()) throw exactError(400, 'Prompt is required')
     const db = this.core.database.db
-    const conversation = await db
-      .selectFrom('conversations')
-      .select(['id', 'user'])
-      .where('id', '=', input.conversation_id)
-      .executeTakeFirst()
-    if (!conversation || conversation.user !== user)
-      throw exactError(403, 'Conversation does not belong to current user')
-    const multiplier = await this.availableModel(input.model_id)
-    const history = (await db
-      .selectFrom('requests')
-      .select(['prompt', 'response'])
-      .where('conversation', '=', conversation.id)
-      .where('status', '=', 'completed')
-      .orderBy('created')
-      .execute()) as Turn[]
-    const sampling = await this.sampling(input.temperature ?? null)
+    const conversation = await ownConversation(db, user, input.conversation_id)
+    const multiplierUnits = await this.availableModel(input.model_id)
+    const history = await conversationHistory(db, String(conversation.id))
+    // The body's temperature wins; otherwise the conversation's own (spec section 1).
+    const sampling = await this.sampling(input.temperature ?? Number(conversation.temperature))
     return this.start({
       user,
       conversation: String(conversation.id),
       modelId: input.model_id,
-      multiplier,
+      multiplierUnits,
       prompt: input.prompt,
       history,
       sampling,
+      touch: true,
+    })
+  }
+
+  /**
+   * Answers the conversation's last message again: a new request with the same prompt, the
+   * conversation's current temperature and the same earlier turns, charged like any send. The
+   * answer it replaces stays stored (it was paid for) with `replaced_by` set, and is left out of
+   * history and of later prompts.
+   */
+  async regenerate(caller: Caller, body: unknown): Promise<SendAnswer> {
+    const user = caller.auth ? String(caller.auth.id) : ''
+    if (!user) throw unauthorized()
+    const db = this.core.database.db
+    const request = await ownRequest(db, user, body)
+    if (!['completed', 'failed', 'cancelled'].includes(String(request.status)))
+      throw new ApiError(400, STILL_WRITING)
+    if (request.replaced_by) throw new ApiError(400, ONLY_LAST_MESSAGE)
+    const later = await db
+      .selectFrom('requests')
+      .select('id')
+      .where('conversation', '=', request.conversation)
+      .where('replaced_by', '=', '')
+      .where('id', '!=', request.id)
+      .where('created', '>=', request.created)
+      .limit(1)
+      .executeTakeFirst()
+    if (later) throw new ApiError(400, ONLY_LAST_MESSAGE)
+    const conversation = await ownConversation(db, user, String(request.conversation))
+    const multiplierUnits = await this.availableModel(String(request.model))
+    const history = await conversationHistory(db, String(conversation.id), String(request.created))
+    const sampling = await this.sampling(Number(conversation.temperature))
+    return this.start({
+      user,
+      conversation: String(conversation.id),
+      modelId: String(request.model),
+      multiplierUnits,
+      prompt: String(request.prompt),
+      history,
+      sampling,
+      touch: true,
+      replaces: String(request.id),
+    })
+  }
+
+  /** The most a message can cost before it is sent: the hold `send` would take right now. */
+  async quote(caller: Caller, body: unknown): Promise<QuoteAnswer> {
+    const user = caller.auth ? String(caller.auth.id) : ''
+    if (!user) throw unauthorized()
+    const parsed = sendSchema.safeParse(body ?? {})
+    if (!parsed.success) throw new ApiError(400, 'Temperature must be a number between 0 and 2.')
+    const meterRule = await this.metering.rule(parsed.data.model_id)
+    return quoteMessage(this.core.database.db, user, parsed.data, {
+      contextLength: CONTEXT_LENGTH,
+      maxOutput: this.maxOutputTokens,
+      minOutput: MIN_OUTPUT_TOKENS,
+      count: (contents) => countInput(contents, meterRule),
     })
   }
 
@@ -94,35 +166,24 @@ export class ChatService {
   ): Promise<{ status: 'success'; message: string; request_id: string }> {
     const user = caller.auth ? String(caller.auth.id) : ''
     if (!user) throw unauthorized()
-    const requestId =
-      typeof (body as { request_id?: unknown })?.request_id === 'string'
-        ? (body as { request_id: string }).request_id
-        : ''
-    if (!requestId) throw exactError(400, 'Request ID is required')
     const db = this.core.database.db
-    const request = await db
-      .selectFrom('requests')
-      .selectAll()
-      .where('id', '=', requestId)
-      .executeTakeFirst()
-    if (!request || request.user !== user)
-      throw new ApiError(404, "The requested resource wasn't found.")
-    if (request.status !== 'failed') throw new ApiError(400, 'Only failed requests can be retried.')
-    const multiplier = await this.availableModel(String(request.model))
-    const history = (await db
-      .selectFrom('requests')
-      .select(['prompt', 'response'])
-      .where('conversation', '=', request.conversation)
-      .where('status', '=', 'completed')
-      .where('created', '<', request.created)
-      .orderBy('created')
-      .execute()) as Turn[]
+    const request = await ownRequest(db, user, body)
+    const requestId = String(request.id)
+    // A request made through the API is retried by its program, which has the whole prompt.
+    if (request.status !== 'failed' || request.api_key || request.replaced_by)
+      throw new ApiError(400, 'Only failed requests can be retried.')
+    const multiplierUnits = await this.availableModel(String(request.model))
+    const history = await conversationHistory(
+      db,
+      String(request.conversation),
+      String(request.created),
+    )
     const sampling = await this.sampling(Number(request.temperature))
     await this.start({
       user,
       conversation: String(request.conversation),
       modelId: String(request.model),
-      multiplier,
+      multiplierUnits,
       prompt: String(request.prompt),
       history,
       sampling,
@@ -131,28 +192,52 @@ export class ChatService {
     return { status: 'success', message: 'Request queued for retry', request_id: requestId }
   }
 
-  private async start(p: {
-    user: string
-    conversation: string
-    modelId: string
-    multiplier: number
-    prompt: string
-    history: Turn[]
-    sampling: Omit<Sampling, 'max_tokens'>
-    retryOf?: string
-  }): Promise<SendAnswer> {
-    const built = buildPrompt(p.history, p.prompt, CONTEXT_LENGTH, this.maxOutputTokens)
-    const requestId = p.retryOf ?? newRecordId()
+  /**
+   * A request made through an API key (issue 10): the same hold, request row, scheduling and
+   * settlement as a chat message, with the client's messages as the prompt and no conversation.
+   */
+  startApiRequest(p: ApiRequestStart): Promise<SendAnswer> {
+    return this.start({ ...p, conversation: '', history: [] })
+  }
+
+  private async start(
+    p: {
+      user: string
+      conversation: string
+      modelId: string
+      multiplierUnits: number
+      prompt: string
+      history: Turn[]
+      sampling: Omit<Sampling, 'max_tokens'>
+      retryOf?: string
+      /** A new message: the conversation moves to the top (and gets its title from a first one). */
+      touch?: boolean
+      /** The request this one regenerates: marked replaced in the same transaction. */
+      replaces?: string
+    } & Partial<ApiRequestStart>,
+  ): Promise<SendAnswer> {
+    const maxOutput = Math.min(this.maxOutputTokens, p.maxOutput ?? Infinity)
+    const meterRule = await this.metering.rule(p.modelId)
+    // Input is counted as output is (the tokenizer, or the byte bound): a padded earlier answer
+    // costs what its text really is.
+    const count = (contents: string[]) => countInput(contents, meterRule)
+    const built = p.messages
+      ? { messages: p.messages, estimatedInput: count(p.messages.map((m) => m.content)) }
+      : buildPrompt(p.history, p.prompt, CONTEXT_LENGTH, this.maxOutputTokens, count)
+    const requestId = p.retryOf ?? p.requestId ?? newRecordId()
     const now = nowDate()
+    const minOutput = Math.min(MIN_OUTPUT_TOKENS, maxOutput)
     const reservation = await this.core.database.db
       .transaction()
       .execute(async (trx) => {
+        const smallest = requestCostUnits(built.estimatedInput, minOutput, p.multiplierUnits)
         const r = await holdCredits(trx, {
           user: p.user,
           estimatedInput: built.estimatedInput,
-          maxOutput: this.maxOutputTokens,
-          minOutput: MIN_OUTPUT_TOKENS,
-          multiplier: p.multiplier,
+          maxOutput,
+          minOutput,
+          multiplierUnits: p.multiplierUnits,
+          cap: p.holdCap ? await p.holdCap(trx, smallest) : undefined,
         })
         const values = {
           status: 'pending',
@@ -178,6 +263,7 @@ export class ChatService {
             throw new ApiError(400, 'Only failed requests can be retried.')
         } else {
           const s = p.sampling
+          if (p.touch) await touchConversation(trx, p.conversation, p.prompt, now)
           await trx
             .insertInto('requests')
             .values({
@@ -194,17 +280,33 @@ export class ChatService {
               repeat_penalty: s.repeat_penalty,
               frequency_penalty: s.frequency_penalty,
               presence_penalty: s.presence_penalty,
+              api_key: p.apiKey ?? '',
               created: now,
             })
             .execute()
         }
+        if (p.replaces) {
+          const replaced = await trx
+            .updateTable('requests')
+            .set({ replaced_by: requestId, updated: now })
+            .where('id', '=', p.replaces)
+            .where('replaced_by', '=', '')
+            .executeTakeFirst()
+          // Two regenerations of one answer at once: only the first may replace it.
+          if (Number(replaced.numUpdatedRows) !== 1) throw new ApiError(400, ONLY_LAST_MESSAGE)
+        }
         return r
       })
       .catch((err) => {
-        if (err instanceof InsufficientBalanceError) throw new ApiError(400, err.message)
+        // API callers answer in their own shape (402).
+        if (err instanceof InsufficientBalanceError && !p.apiKey)
+          throw new ApiError(400, err.message)
         throw err
       })
+    p.onReserved?.(reservation)
+    if (p.replaces) await emitById(this.core, 'requests', p.replaces)
     await emitById(this.core, 'requests', requestId, p.retryOf ? 'update' : 'create')
+    if (p.touch) await emitById(this.core, 'conversations', p.conversation)
     await emitBalance(this.core, p.user)
     const position = this.scheduler.enqueue({
       requestId,
@@ -212,13 +314,16 @@ export class ChatService {
       modelId: p.modelId,
       estimatedInput: built.estimatedInput,
       maxTokens: reservation.outputCap,
+      multiplierUnits: p.multiplierUnits,
+      reservedUnits: reservation.amount,
       prompt: { messages: built.messages },
       sampling: { ...p.sampling, max_tokens: reservation.outputCap },
+      meterRule,
     })
     return { request_id: requestId, status: 'queued', position }
   }
 
-  /** The model's credit multiplier, or the spec's "unavailable" error when no node serves it. */
+  /** The model's credit multiplier in units, or the spec's "unavailable" error when no node serves it. */
   private async availableModel(modelId: string): Promise<number> {
     const db = this.core.database.db
     const model = await db
@@ -235,10 +340,11 @@ export class ChatService {
     if (!Number(model.is_active) || !live || Number(live.node_count) < 1) {
       throw exactError(400, unavailableMessage(String(model.display_name || model.name)))
     }
-    return Number(model.credit_multiplier ?? 1)
+    return Number(model.credit_multiplier ?? 0)
   }
 
-  private async sampling(temperature: number | null): Promise<Omit<Sampling, 'max_tokens'>> {
+  /** The config's sampling defaults, with the caller's temperature when it sent one. */
+  async sampling(temperature: number | null): Promise<Omit<Sampling, 'max_tokens'>> {
     const config = await this.core.database.db
       .selectFrom('config')
       .selectAll()

@@ -27,6 +27,10 @@ export interface FieldDef {
   cascadeDelete?: boolean
   /** select: the allowed values. */
   values?: string[]
+  /** number: stored as an exact integer count of 1/scale units (credits: 1000, thousandths).
+   * The API, filters, sorts and rules see `stored / scale`; a written value must be exact at that
+   * precision. Money never touches floating point in the database or the ledger's arithmetic. */
+  scale?: number
   /** text: min/max length; number: min/max value. */
   min?: number
   max?: number

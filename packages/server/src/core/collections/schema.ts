@@ -2,6 +2,8 @@
  * @module Meshwork's collections (product spec section 3) with their access rules. The rule table
  * is documented in docs/access-rules.md; keep the two in step.
  */
+import { CREDIT_SCALE } from '../ledger/credits.ts'
+import { txTypeNames } from '../ledger/tx-types.ts'
 import type { CollectionDef, FieldDef } from './collection-def.ts'
 
 const signedIn = "@request.auth.id != ''"
@@ -38,10 +40,10 @@ const userBalances: CollectionDef = {
   type: 'base',
   fields: [
     { name: 'user', type: 'relation', collection: 'users', required: true, cascadeDelete: true },
-    { name: 'balance', type: 'number' },
-    { name: 'held', type: 'number' },
-    { name: 'total_earned', type: 'number' },
-    { name: 'total_spent', type: 'number' },
+    { name: 'balance', type: 'number', scale: CREDIT_SCALE },
+    { name: 'held', type: 'number', scale: CREDIT_SCALE },
+    { name: 'total_earned', type: 'number', scale: CREDIT_SCALE },
+    { name: 'total_spent', type: 'number', scale: CREDIT_SCALE },
     ...timestamps,
   ],
   listRule: ownUser,
@@ -56,15 +58,11 @@ const userCreditTxs: CollectionDef = {
   name: 'user_credit_txs',
   type: 'base',
   fields: [
-    { name: 'user', type: 'relation', collection: 'users', required: true, cascadeDelete: true },
-    {
-      name: 'type',
-      type: 'select',
-      required: true,
-      values: ['credit_admin', 'debit_admin', 'credit_inference_request', 'debit_inference_request'],
-    },
-    { name: 'amount', type: 'number' },
-    { name: 'balance_after', type: 'number' },
+    // No cascade: deleting an account closes it (a final row) and detaches its rows, never deletes them.
+    { name: 'user', type: 'relation', collection: 'users', required: true },
+    { name: 'type', type: 'select', required: true, values: txTypeNames },
+    { name: 'amount', type: 'number', scale: CREDIT_SCALE },
+    { name: 'balance_after', type: 'number', scale: CREDIT_SCALE },
     { name: 'request', type: 'relation', collection: 'requests' },
     { name: 'description', type: 'text' },
     ...timestamps,
@@ -92,7 +90,10 @@ const conversations: CollectionDef = {
     },
     { name: 'model', type: 'relation', collection: 'models' },
     { name: 'title', type: 'text', max: 255, default: 'New Chat' },
+    // Each conversation has its own temperature (spec section 1); sends fall back to it.
+    { name: 'temperature', type: 'number', min: 0, max: 2, default: 0.7 },
     { name: 'message_count', type: 'number', system: true },
+    // Set to `created` on create, then to each send's time: the sidebar's -last_message_at order.
     { name: 'last_message_at', type: 'date', system: true },
     ...timestamps,
   ],
@@ -140,11 +141,42 @@ const requests: CollectionDef = {
     { name: 'error_message', type: 'text', private: true },
     { name: 'can_retry', type: 'bool', private: true },
     { name: 'is_partial', type: 'bool' },
-    { name: 'reserved', type: 'number', private: true },
+    { name: 'reserved', type: 'number', private: true, scale: CREDIT_SCALE },
+    // Credits actually charged, set at settlement (0 for failed, cancelled and own-node requests).
+    { name: 'cost', type: 'number', private: true, system: true, scale: CREDIT_SCALE },
+    // Made through an API key (issue 10): such requests have no conversation.
+    { name: 'api_key', type: 'relation', collection: 'api_keys', private: true },
+    // A regenerated answer: the request that replaced it. History and prompts leave it out.
+    { name: 'replaced_by', type: 'relation', collection: 'requests', private: true },
     ...timestamps,
   ],
   listRule: signedIn,
   viewRule: signedIn,
+  createRule: null,
+  updateRule: null,
+  deleteRule: null,
+}
+
+/**
+ * API keys (issue 10), created and revoked through `/api/keys` only. The owner may read them (the
+ * Profile's history names the key a request was made with); the secret's hash is never shown.
+ */
+const apiKeys: CollectionDef = {
+  id: 'pbc_api_keys',
+  name: 'api_keys',
+  type: 'base',
+  fields: [
+    { name: 'user', type: 'relation', collection: 'users', required: true, cascadeDelete: true },
+    { name: 'name', type: 'text', max: 100 },
+    { name: 'hint', type: 'text' },
+    { name: 'key_hash', type: 'text', hidden: true },
+    { name: 'spend_limit', type: 'number' },
+    { name: 'last_used', type: 'date' },
+    { name: 'revoked', type: 'date' },
+    ...timestamps,
+  ],
+  listRule: ownUser,
+  viewRule: ownUser,
   createRule: null,
   updateRule: null,
   deleteRule: null,
@@ -182,7 +214,7 @@ const models: CollectionDef = {
     { name: 'file_size_bytes', type: 'number' },
     { name: 'source_url', type: 'text' },
     { name: 'sha256', type: 'text' },
-    { name: 'credit_multiplier', type: 'number', default: 1 },
+    { name: 'credit_multiplier', type: 'number', default: 1, scale: CREDIT_SCALE },
     { name: 'is_active', type: 'bool', default: true },
     { name: 'sort_order', type: 'number' },
     ...timestamps,
@@ -211,7 +243,7 @@ const availableModels: CollectionDef = {
     { name: 'name', type: 'text' },
     { name: 'display_name', type: 'text' },
     { name: 'description', type: 'text' },
-    { name: 'credit_multiplier', type: 'number' },
+    { name: 'credit_multiplier', type: 'number', scale: CREDIT_SCALE },
     { name: 'sort_order', type: 'number' },
     { name: 'node_count', type: 'number' },
   ],
@@ -238,6 +270,23 @@ const nodes: CollectionDef = {
     { name: 'hardware', type: 'json', system: true },
     { name: 'agent_version', type: 'text', system: true },
     { name: 'max_jobs', type: 'number', default: 1, system: true },
+    // What the coordinator knows about the node for itself (docs/verification.md).
+    { name: 'backend', type: 'text', system: true },
+    { name: 'engine_version', type: 'text', system: true },
+    { name: 'trusted', type: 'bool', system: true },
+    {
+      name: 'verification',
+      type: 'select',
+      values: ['probation', 'verified', 'trusted'],
+      default: 'probation',
+      system: true,
+    },
+    { name: 'canaries_passed', type: 'number', system: true },
+    { name: 'canaries_failed', type: 'number', system: true },
+    { name: 'benched_until', type: 'date', system: true },
+    // A node's own words (job errors) reach its owner only, never other users.
+    { name: 'last_error', type: 'text', system: true, private: true },
+    { name: 'last_error_at', type: 'date', system: true, private: true },
     ...timestamps,
   ],
   listRule: signedIn,
@@ -266,9 +315,14 @@ const nodeModels: CollectionDef = {
     { name: 'model', type: 'relation', collection: 'models', required: true, immutable: true },
     { name: 'requested_download', type: 'bool', private: true },
     { name: 'requested_serving', type: 'bool', private: true },
+    // The owner's 'Retry now' for a failed download or load (migration 0020).
+    { name: 'retry_requested_at', type: 'date', private: true },
     { name: 'is_downloaded', type: 'bool', system: true },
     { name: 'is_serving', type: 'bool', system: true },
-    { name: 'tokens_per_second', type: 'number', system: true },
+    // As the node reports it: shown to its owner, never used to route.
+    { name: 'tokens_per_second', type: 'number', system: true, private: true },
+    // Output tokens per second the coordinator relayed on this node's real jobs.
+    { name: 'measured_tokens_per_second', type: 'number', system: true },
     { name: 'download_progress', type: 'text', system: true, private: true },
     { name: 'error_message', type: 'text', system: true, private: true },
     ...timestamps,
@@ -312,6 +366,7 @@ export const collections: CollectionDef[] = [
   nodes,
   nodeModels,
   conversations,
+  apiKeys,
   requests,
   nodeJobs,
   userBalances,

@@ -1,68 +1,95 @@
 /**
  * @module The credit ledger's one primitive: a signed movement on a user's balance, written as a
  * `user_credit_txs` row in the same transaction as the `user_balances` change, so credits are never
- * created or lost. Callers pass the open transaction.
+ * created or lost. Callers pass the open transaction. Amounts are integer units (thousandths of a
+ * credit, see credits.ts); what a type does is in tx-types.ts.
  */
 import { sql } from 'kysely'
 import type { Db } from '../../db/database.ts'
 import { nowDate } from '../../tools/dates.ts'
 import { newRecordId } from '../../tools/ids.ts'
+import { assertUnits, fromUnits } from './credits.ts'
+import { txRule, type TxType } from './tx-types.ts'
 
-export type TxType = 'credit_admin' | 'debit_admin' | 'credit_inference_request' | 'debit_inference_request'
+export type { TxType } from './tx-types.ts'
 
 export interface LedgerEntry {
   user: string
   type: TxType
-  /** Positive; the type says which way it moves. */
+  /** Integer units (thousandths of a credit), >= 0; the type says which way it moves. */
   amount: number
   description: string
   request?: string
 }
 
 export class InsufficientCreditsError extends Error {
-  constructor(readonly available: number, readonly needed: number) {
-    super(`Insufficient credits: ${available} available, ${needed} needed`)
+  constructor(
+    /** Units. */
+    readonly available: number,
+    /** Units. */
+    readonly needed: number,
+  ) {
+    super(`Insufficient credits: ${fromUnits(available)} available, ${fromUnits(needed)} needed`)
     this.name = 'InsufficientCreditsError'
   }
 }
 
 export function isCredit(type: TxType): boolean {
-  return type.startsWith('credit_')
+  return txRule(type).sign > 0
 }
 
 /** Makes sure the user has a balance row (zeros) and returns it. */
 export async function ensureBalance(trx: Db, user: string) {
-  const existing = await trx.selectFrom('user_balances').selectAll().where('user', '=', user).executeTakeFirst()
+  const existing = await trx
+    .selectFrom('user_balances')
+    .selectAll()
+    .where('user', '=', user)
+    .executeTakeFirst()
   if (existing) return existing
   const now = nowDate()
-  const row = { id: newRecordId(), user, balance: 0, held: 0, total_earned: 0, total_spent: 0, created: now, updated: now }
+  const row = {
+    id: newRecordId(),
+    user,
+    balance: 0,
+    held: 0,
+    total_earned: 0,
+    total_spent: 0,
+    created: now,
+    updated: now,
+  }
   await trx.insertInto('user_balances').values(row).execute()
   return row
 }
 
 /** Applies one entry: balance row and transaction row together. Debits may not overdraw. */
-export async function applyEntry(trx: Db, entry: LedgerEntry): Promise<{ txId: string; balanceAfter: number }> {
-  if (!(entry.amount >= 0) || !Number.isFinite(entry.amount)) throw new RangeError('Ledger amounts must be finite and >= 0')
+export async function applyEntry(
+  trx: Db,
+  entry: LedgerEntry,
+): Promise<{ txId: string; balanceAfter: number }> {
+  assertUnits(entry.amount)
+  if (entry.amount < 0) throw new RangeError('Ledger amounts are >= 0; the type gives the direction')
   await ensureBalance(trx, entry.user)
-  const credit = isCredit(entry.type)
-  const delta = credit ? entry.amount : -entry.amount
+  const rule = txRule(entry.type)
+  const delta = rule.sign * entry.amount
   const now = nowDate()
-  const earned = entry.type === 'credit_inference_request' ? entry.amount : 0
-  const spent = entry.type === 'debit_inference_request' ? entry.amount : 0
   // One guarded UPDATE: atomic on both dialects, so concurrent debits can never overdraw.
   let update = trx
     .updateTable('user_balances')
     .set({
       balance: sql`balance + ${delta}`,
-      total_earned: sql`total_earned + ${earned}`,
-      total_spent: sql`total_spent + ${spent}`,
+      total_earned: sql`total_earned + ${(rule.earned ?? 0) * entry.amount}`,
+      total_spent: sql`total_spent + ${(rule.spent ?? 0) * entry.amount}`,
       updated: now,
     })
     .where('user', '=', entry.user)
-  if (!credit) update = update.where(sql<boolean>`balance + ${delta} >= 0`)
+  if (delta < 0) update = update.where(sql<boolean>`balance + ${delta} >= 0`)
   const updated = await update.returning('balance').executeTakeFirst()
   if (!updated) {
-    const current = await trx.selectFrom('user_balances').select('balance').where('user', '=', entry.user).executeTakeFirst()
+    const current = await trx
+      .selectFrom('user_balances')
+      .select('balance')
+      .where('user', '=', entry.user)
+      .executeTakeFirst()
     throw new InsufficientCreditsError(Number(current?.balance ?? 0), entry.amount)
   }
   const after = Number(updated.balance)

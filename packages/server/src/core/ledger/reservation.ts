@@ -1,10 +1,17 @@
 /**
  * @module Credit reservations: a send holds the most its request can cost, settlement and failure
  * release it. Holds live in `user_balances.held`; what a user may still spend is `balance - held`.
+ * Every amount here is integer units (credits.ts), so sizing and holding are exact.
  */
 import { sql } from 'kysely'
 import type { Db } from '../../db/database.ts'
 import { nowDate } from '../../tools/dates.ts'
+import {
+  assertUnits,
+  formatCreditsCeil,
+  formatCreditsLikeFooter,
+  requestCostUnits,
+} from './credits.ts'
 import { ensureBalance } from './ledger-entry.ts'
 
 export interface ReservationInput {
@@ -15,11 +22,14 @@ export interface ReservationInput {
   maxOutput: number
   /** Fewer output tokens than this are not worth running: the send is refused instead. */
   minOutput: number
-  multiplier: number
+  /** The model's multiplier in units (thousandths). */
+  multiplierUnits: number
+  /** At most this many units may be held, whatever the balance (an API key's spending limit). */
+  cap?: number
 }
 
 export interface Reservation {
-  /** Credits held. */
+  /** Units held. */
   amount: number
   /** The output cap the hold pays for (sent to the node as max_tokens). */
   outputCap: number
@@ -28,31 +38,43 @@ export interface Reservation {
 /** The balance cannot pay even the smallest useful reservation. */
 export class InsufficientBalanceError extends Error {
   constructor(
+    /** Units the user may spend (balance - held). */
     readonly available: number,
+    /** Units the smallest useful request costs. */
     readonly needed: number,
+    /** Units held for the user's requests in progress. */
+    readonly held = 0,
   ) {
-    super(
-      `Insufficient credits: ${formatCredits(available)} available, at least ${formatCredits(needed)} needed`,
-    )
+    super(insufficientMessage(available, needed, held))
     this.name = 'InsufficientBalanceError'
   }
 }
 
-const formatCredits = (n: number) => String(Math.round(n * 100) / 100)
-
-/** Cost of a request in credits. */
-export function requestCost(tokensInput: number, tokensOutput: number, multiplier: number): number {
-  return (tokensInput + tokensOutput) * multiplier
+/**
+ * "Insufficient credits: 447 available, at least 516 needed": available rounded as the chat
+ * footer rounds a balance, needed rounded up (it is a minimum). Should both round to the same
+ * number, exact figures are shown instead, so the message never contradicts itself.
+ */
+function insufficientMessage(available: number, needed: number, held: number): string {
+  let have = formatCreditsLikeFooter(available)
+  let need = formatCreditsCeil(needed)
+  if (have === need) {
+    have = String(available / 1000)
+    need = String(needed / 1000)
+  }
+  const inProgress =
+    held > 0 ? ` (${formatCreditsLikeFooter(held)} held for answers in progress)` : ''
+  return `Insufficient credits: ${have} available${inProgress}, at least ${need} needed`
 }
 
 /** Sizes the reservation from what is available: the output cap shrinks to what can be paid. */
 export function sizeReservation(input: ReservationInput, available: number): Reservation | null {
-  const m = input.multiplier
+  const m = input.multiplierUnits
   const affordableOutput =
     m > 0 ? Math.floor(available / m) - input.estimatedInput : input.maxOutput
   const outputCap = Math.min(input.maxOutput, affordableOutput)
   if (outputCap < input.minOutput) return null
-  return { amount: requestCost(input.estimatedInput, outputCap, m), outputCap }
+  return { amount: requestCostUnits(input.estimatedInput, outputCap, m), outputCap }
 }
 
 /**
@@ -60,6 +82,7 @@ export function sizeReservation(input: ReservationInput, available: number): Res
  * atomic on both dialects, so concurrent sends can never hold more than the balance.
  */
 export async function holdCredits(db: Db, input: ReservationInput): Promise<Reservation> {
+  assertUnits(input.multiplierUnits, 'multiplier')
   await ensureBalance(db, input.user)
   for (let attempt = 0; ; attempt++) {
     const row = await db
@@ -67,13 +90,12 @@ export async function holdCredits(db: Db, input: ReservationInput): Promise<Rese
       .select(['balance', 'held'])
       .where('user', '=', input.user)
       .executeTakeFirstOrThrow()
-    const available = Number(row.balance) - Number(row.held)
+    const held = Number(row.held)
+    const available = Math.min(Number(row.balance) - held, input.cap ?? Infinity)
     const reservation = sizeReservation(input, available)
     if (!reservation) {
-      throw new InsufficientBalanceError(
-        available,
-        requestCost(input.estimatedInput, input.minOutput, input.multiplier),
-      )
+      const needed = requestCostUnits(input.estimatedInput, input.minOutput, input.multiplierUnits)
+      throw new InsufficientBalanceError(available, needed, held)
     }
     const updated = await db
       .updateTable('user_balances')
@@ -83,12 +105,13 @@ export async function holdCredits(db: Db, input: ReservationInput): Promise<Rese
       .executeTakeFirst()
     if (Number(updated.numUpdatedRows) === 1) return reservation
     // Another send took credits between the read and the update: size again from the new figure.
-    if (attempt >= 20) throw new InsufficientBalanceError(available, reservation.amount)
+    if (attempt >= 20) throw new InsufficientBalanceError(available, reservation.amount, held)
   }
 }
 
-/** Releases (part of) a hold; never below zero. */
+/** Releases (part of) a hold in units; never below zero. */
 export async function releaseHold(db: Db, user: string, amount: number): Promise<void> {
+  assertUnits(amount)
   if (!(amount > 0)) return
   await db
     .updateTable('user_balances')

@@ -1,14 +1,16 @@
 /**
- * @module Settlement of one inference request, exactly once: the request's final fields, the
- * user's debit, the node owner's credit, the hold's release, the conversation and the node, all in
- * one transaction. The guard is the request's status: only a pending or processing request can be
- * completed or failed, so a second settlement (retry, reconnect, duplicate frame) changes nothing.
+ * @module Settlement of one inference request, exactly once: the request's final fields (with the
+ * credits actually charged in `cost`), the user's debit, the node owner's credit, the hold's
+ * release, the conversation and the node, all in one transaction. The guard is the request's
+ * status: only a pending or processing request can be completed, failed or cancelled, so a second
+ * settlement (retry, reconnect, duplicate frame, deletion) changes nothing. Amounts are units.
  */
 import { sql } from 'kysely'
 import type { Db } from '../../db/database.ts'
 import { nowDate } from '../../tools/dates.ts'
+import { requestCostUnits } from './credits.ts'
 import { applyEntry } from './ledger-entry.ts'
-import { releaseHold, requestCost } from './reservation.ts'
+import { releaseHold } from './reservation.ts'
 
 export interface Completion {
   requestId: string
@@ -23,12 +25,25 @@ export interface SettledRequest {
   user: string
   nodeOwner: string
   conversation: string
+  /** Units charged (0 when the requester's own node served it). */
   cost: number
 }
 
 /** Reputation moves by these steps, within [0, 10]: finished jobs earn, dropped jobs cost. */
 export const REPUTATION_GAIN = 0.1
 export const REPUTATION_LOSS = 0.5
+
+export const OPEN_STATUSES = ['pending', 'processing'] as const
+
+/**
+ * Self-dealing: the requester owns the node that served the request. Such a request is free (no
+ * debit, no credit: the owner would only pay itself) and counts for nothing towards the node's
+ * reputation or its request total, so an owner cannot farm either by chatting with its own node.
+ * Every rule that pays or rewards a node for a request asks this one function.
+ */
+export function isSelfDealing(requester: string, nodeOwner: string): boolean {
+  return requester !== '' && requester === nodeOwner
+}
 
 /** Completes and pays for a request; null when it was already settled (nothing changed). */
 export async function settleRequest(db: Db, c: Completion): Promise<SettledRequest | null> {
@@ -59,44 +74,34 @@ export async function settleRequest(db: Db, c: Completion): Promise<SettledReque
         error_message: '',
         can_retry: 0,
         reserved: 0,
+        cost: 0,
         updated: now,
       })
       .where('id', '=', c.requestId)
-      .where('status', 'in', ['pending', 'processing'])
+      .where('status', 'in', OPEN_STATUSES)
       .executeTakeFirst()
     if (Number(marked.numUpdatedRows) !== 1) return null
 
     const user = String(request.user)
+    const nodeOwner = String(node.user)
+    const selfDealing = isSelfDealing(user, nodeOwner)
     const reserved = Number(request.reserved ?? 0)
-    // The cost can never exceed the hold: output is capped by the reservation's output cap.
-    let cost = Math.min(
-      requestCost(c.tokensInput, c.tokensOutput, Number(request.credit_multiplier ?? 1)),
-      reserved,
-    )
-    await releaseHold(trx, user, reserved)
-    // An admin debit during the job may have taken part of the held credits: never overdraw.
-    const balance = await trx
-      .selectFrom('user_balances')
-      .select('balance')
-      .where('user', '=', user)
-      .executeTakeFirst()
-    cost = Math.max(0, Math.min(cost, Number(balance?.balance ?? 0)))
-    if (cost > 0) {
-      await applyEntry(trx, {
-        user,
-        type: 'debit_inference_request',
-        amount: cost,
-        description: 'Spent on inference request',
-        request: c.requestId,
-      })
-      await applyEntry(trx, {
-        user: String(node.user),
-        type: 'credit_inference_request',
-        amount: cost,
-        description: 'Earned from processing inference request',
-        request: c.requestId,
-      })
-    }
+    const balance = await releaseHoldLocked(trx, user, reserved)
+    // Never more than the hold (output is capped by the reservation's output cap) and never more
+    // than the balance (an admin debit during the job may have taken part of the held credits).
+    const cost = selfDealing
+      ? 0
+      : Math.max(
+          0,
+          Math.min(
+            requestCostUnits(c.tokensInput, c.tokensOutput, Number(request.credit_multiplier ?? 0)),
+            reserved,
+            balance,
+          ),
+        )
+    await payForRequest(trx, { requestId: c.requestId, user, nodeOwner, cost })
+    if (cost > 0)
+      await trx.updateTable('requests').set({ cost }).where('id', '=', c.requestId).execute()
     if (request.conversation) {
       await trx
         .updateTable('conversations')
@@ -108,22 +113,52 @@ export async function settleRequest(db: Db, c: Completion): Promise<SettledReque
         .where('id', '=', request.conversation)
         .execute()
     }
-    await trx
-      .updateTable('nodes')
-      .set({
-        total_requests: sql`COALESCE(total_requests, 0) + 1`,
-        reputation_score: sql`CASE WHEN reputation_score + ${REPUTATION_GAIN} > 10 THEN 10 ELSE reputation_score + ${REPUTATION_GAIN} END`,
-        updated: now,
-      })
-      .where('id', '=', c.nodeId)
-      .execute()
-    return {
-      user,
-      nodeOwner: String(node.user),
-      conversation: String(request.conversation ?? ''),
-      cost,
+    if (!selfDealing) {
+      await trx
+        .updateTable('nodes')
+        .set({
+          total_requests: sql`COALESCE(total_requests, 0) + 1`,
+          reputation_score: sql`CASE WHEN reputation_score + ${REPUTATION_GAIN} > 10 THEN 10 ELSE reputation_score + ${REPUTATION_GAIN} END`,
+          updated: now,
+        })
+        .where('id', '=', c.nodeId)
+        .execute()
     }
+    return { user, nodeOwner, conversation: String(request.conversation ?? ''), cost }
   })
+}
+
+/** The user's debit and the node owner's credit for one request (nothing when cost is 0). */
+async function payForRequest(
+  trx: Db,
+  p: { requestId: string; user: string; nodeOwner: string; cost: number },
+): Promise<void> {
+  if (p.cost <= 0) return
+  await applyEntry(trx, {
+    user: p.user,
+    type: 'debit_inference_request',
+    amount: p.cost,
+    description: 'Spent on inference request',
+    request: p.requestId,
+  })
+  await applyEntry(trx, {
+    user: p.nodeOwner,
+    type: 'credit_inference_request',
+    amount: p.cost,
+    description: 'Earned from processing inference request',
+    request: p.requestId,
+  })
+}
+
+/** Releases a hold and answers the balance, with the balance row locked until commit. */
+async function releaseHoldLocked(trx: Db, user: string, amount: number): Promise<number> {
+  const row = await trx
+    .updateTable('user_balances')
+    .set({ held: sql`CASE WHEN held - ${amount} < 0 THEN 0 ELSE held - ${amount} END` })
+    .where('user', '=', user)
+    .returning('balance')
+    .executeTakeFirst()
+  return Number(row?.balance ?? 0)
 }
 
 /** Fails a request and releases its whole hold; false when it had already ended. */
@@ -152,11 +187,93 @@ export async function failRequest(
         updated: nowDate(),
       })
       .where('id', '=', requestId)
-      .where('status', 'in', ['pending', 'processing'])
+      .where('status', 'in', OPEN_STATUSES)
       .executeTakeFirst()
     if (Number(marked.numUpdatedRows) !== 1) return false
     await releaseHold(trx, String(request.user), Number(request.reserved ?? 0))
     return true
+  })
+}
+
+/**
+ * Ends an open request that is about to be deleted (its conversation or account is going), inside
+ * the deleting transaction: cancelled and its hold released in the same step. False when it had
+ * already ended. The scheduler then cancels the node's job and charges what was streamed.
+ */
+export async function endDeletedRequest(trx: Db, requestId: string): Promise<boolean> {
+  const request = await trx
+    .selectFrom('requests')
+    .select(['user', 'reserved'])
+    .where('id', '=', requestId)
+    .executeTakeFirst()
+  if (!request) return false
+  const marked = await trx
+    .updateTable('requests')
+    .set({ status: 'cancelled', reserved: 0, is_partial: 0, updated: nowDate() })
+    .where('id', '=', requestId)
+    .where('status', 'in', OPEN_STATUSES)
+    .executeTakeFirst()
+  if (Number(marked.numUpdatedRows) !== 1) return false
+  await releaseHold(trx, String(request.user), Number(request.reserved ?? 0))
+  return true
+}
+
+export interface StreamedCharge {
+  requestId: string
+  user: string
+  nodeId: string
+  tokensInput: number
+  tokensOutput: number
+  multiplierUnits: number
+  /** The request's hold: the charge never exceeds it. */
+  reservedUnits: number
+}
+
+/**
+ * Charges for the part of an answer a node had streamed before the user deleted the request (its
+ * hold already released by the deletion): at most what is still free to spend (`balance - held`,
+ * so other requests' holds stay covered) and at most the old hold. Nothing for self-dealing, and
+ * nothing twice: a request already charged is left alone (checked under the balance row's lock).
+ * The request row is gone; the ledger rows keep its id. Null when nothing was charged.
+ */
+export async function chargeDeletedRequest(
+  db: Db,
+  s: StreamedCharge,
+): Promise<SettledRequest | null> {
+  return db.transaction().execute(async (trx) => {
+    const node = await trx
+      .selectFrom('nodes')
+      .select(['user'])
+      .where('id', '=', s.nodeId)
+      .executeTakeFirst()
+    if (!node || isSelfDealing(s.user, String(node.user))) return null
+    const row = await trx
+      .updateTable('user_balances')
+      .set({ updated: nowDate() })
+      .where('user', '=', s.user)
+      .returning(['balance', 'held'])
+      .executeTakeFirst()
+    if (!row) return null
+    const charged = await trx
+      .selectFrom('user_credit_txs')
+      .select('id')
+      .where('request', '=', s.requestId)
+      .where('type', '=', 'debit_inference_request')
+      .executeTakeFirst()
+    if (charged) return null
+    const free = Number(row.balance) - Number(row.held)
+    const cost = Math.max(
+      0,
+      Math.min(
+        requestCostUnits(s.tokensInput, s.tokensOutput, s.multiplierUnits),
+        s.reservedUnits,
+        free,
+      ),
+    )
+    if (cost <= 0) return null
+    const nodeOwner = String(node.user)
+    await payForRequest(trx, { requestId: s.requestId, user: s.user, nodeOwner, cost })
+    return { user: s.user, nodeOwner, conversation: '', cost }
   })
 }
 

@@ -5,13 +5,19 @@
  */
 import type { CoreApp } from '../app.ts'
 import { ChatService, MAX_OUTPUT_TOKENS } from '../chat/chat-service.ts'
+import { HOLD_SWEEP_INTERVAL_MS, sweepStrandedHolds } from '../ledger/hold-sweep.ts'
 import { failRequest } from '../ledger/settlement.ts'
 import { LINK_FLOW_TTL_MS, LinkFlows } from '../nodes/link-flows.ts'
 import { revokeCredentials } from '../nodes/node-credentials.ts'
+import { Metering } from '../metering/metering.ts'
+import { defaultNodeHealthOptions, NodeHealth, type NodeHealthOptions } from '../nodes/node-health.ts'
 import { NodeRegistry } from '../nodes/node-registry.ts'
+import type { RecordBusMessage } from '../records/record-events.ts'
 import { Scheduler } from '../scheduler/scheduler.ts'
+import { Canaries, defaultCanaryOptions, type CanaryOptions } from '../verification/canaries.ts'
+import { ReferenceScores } from '../verification/reference-scores.ts'
 import { defaultSchedulerOptions, type SchedulerOptions } from '../scheduler/work.ts'
-import { RateLimit, type RateLimitOptions } from '../../tools/rate-limit.ts'
+import type { Limiter } from '../../tools/rate-limiter.ts'
 
 export interface NetworkOptions {
   scheduler?: Partial<SchedulerOptions>
@@ -23,16 +29,26 @@ export interface NetworkOptions {
   maxOutputTokens?: number
   /** Link flows one address may start per window (anonymous, and each writes a row); by default
    * the config's `linkFlowLimit` per 10 minutes. */
-  startFlowLimit?: RateLimitOptions
+  startFlowLimit?: { limit: number; windowMs: number }
+  /** Failures in a row that bench a node, and the cool-down. */
+  health?: Partial<NodeHealthOptions>
+  /** Folders that may hold catalogue model files, for the coordinator's own tokenizers. */
+  modelDirs?: string[]
+  /** Canary timing (tests set `tickMs: 0` and run canaries by hand). */
+  canaries?: Partial<CanaryOptions>
 }
 
 export interface InferenceNetwork {
   flows: LinkFlows
   registry: NodeRegistry
+  health: NodeHealth
+  metering: Metering
   scheduler: Scheduler
+  canaries: Canaries
   chat: ChatService
   waitFlowTimeoutMs: number
-  startFlowLimit: RateLimit
+  /** Link flows started, per client address (shared by every process when scaled out). */
+  startFlowLimit: Limiter
   close(): void
 }
 
@@ -45,35 +61,72 @@ export async function createInferenceNetwork(
   // Scaled out (Redis configured), other processes may own the open requests and node sockets, so
   // a starting process must not fail them; restart recovery is for the single-process default.
   if (!core.config.redisUrl) await recoverAfterRestart(core)
+  // Holds left without an open request (crash, bug): released at start-up and every hour.
+  await sweepStrandedHolds(core.database.db)
+  const sweeper = setInterval(() => {
+    sweepStrandedHolds(core.database.db).catch((err) => console.error('hold sweep failed', err))
+  }, HOLD_SWEEP_INTERVAL_MS)
+  sweeper.unref()
   const flows = new LinkFlows(
     core.database,
     core.records,
     options.linkFlowTtlMs ?? LINK_FLOW_TTL_MS,
   )
   const registry = new NodeRegistry(core, options.heartbeatTimeoutMs ?? 15_000)
-  const scheduler = new Scheduler(core, registry, {
+  const metering = new Metering(core.database.db, options.modelDirs ?? [])
+  const health = new NodeHealth(core, metering, { ...defaultNodeHealthOptions, ...options.health })
+  const scheduler = new Scheduler(core, registry, health, {
     ...defaultSchedulerOptions,
     ...options.scheduler,
   })
-  const chat = new ChatService(core, scheduler, options.maxOutputTokens ?? MAX_OUTPUT_TOKENS)
+  const startFlow = options.startFlowLimit ?? { limit: core.config.linkFlowLimit ?? 0, windowMs: 10 * 60_000 }
+  const maxOutputTokens = options.maxOutputTokens ?? MAX_OUTPUT_TOKENS
+  const chat = new ChatService(core, scheduler, metering, maxOutputTokens)
+  const scores = new ReferenceScores(registry)
+  const canaries = new Canaries(
+    {
+      core,
+      registry,
+      scheduler,
+      metering,
+      scores,
+      sampling: (temperature) => chat.sampling(temperature),
+      maxOutputTokens,
+    },
+    { ...defaultCanaryOptions, ...options.canaries },
+  )
   const stopRevoking = core.events.on((change) => {
     if (change.collection.name === 'nodes' && change.action === 'delete') {
       void revokeCredentials(core.database.db, String(change.row.id))
     }
   })
+  // A request deleted on any process (with its conversation or account) may be running here.
+  const stopForgetting = core.bus.subscribe('records', (message) => {
+    const m = message as RecordBusMessage
+    if (m.collection === 'requests' && m.action === 'delete') scheduler.onRequestDeleted(String(m.row.id))
+  })
   return {
     flows,
     registry,
+    health,
+    metering,
     scheduler,
+    canaries,
     chat,
     waitFlowTimeoutMs: options.waitFlowTimeoutMs ?? 25_000,
-    startFlowLimit: new RateLimit(
-      options.startFlowLimit ?? { limit: core.config.linkFlowLimit || Infinity, windowMs: 10 * 60_000 },
-    ),
+    startFlowLimit: core.limits.create('link-flow', {
+      points: startFlow.limit === Infinity ? 0 : startFlow.limit,
+      windowSeconds: Math.ceil(startFlow.windowMs / 1000),
+    }),
     close() {
+      clearInterval(sweeper)
       stopRevoking()
+      stopForgetting()
+      canaries.close()
+      scores.close()
       scheduler.close()
       registry.close()
+      void metering.dispose()
     },
   }
 }

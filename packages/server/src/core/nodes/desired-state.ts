@@ -13,6 +13,7 @@ export async function loadDesiredState(db: Db, nodeId: string): Promise<DesiredN
       'nm.id as id',
       'nm.requested_download as requested_download',
       'nm.requested_serving as requested_serving',
+      'nm.retry_requested_at as retry_requested_at',
       'm.id as model_id',
       'm.name as name',
       'm.file_name as file_name',
@@ -35,6 +36,7 @@ export async function loadDesiredState(db: Db, nodeId: string): Promise<DesiredN
       },
       requested_download: Boolean(Number(r.requested_download)),
       requested_serving: Boolean(Number(r.requested_serving)),
+      retry: String(r.retry_requested_at ?? ''),
     }))
 }
 

@@ -97,6 +97,16 @@ export class LinkFlows {
     return { node_id: nodeId, device_name: String(node.device_name) }
   }
 
+  /**
+   * What the approve page shows about a pending flow: the device name the node sent when it
+   * started the flow (as the node will be named), never what the approve URL says.
+   */
+  async describe(stateToken: string): Promise<{ device_name: string; expires_at: string }> {
+    const flow = await this.pendingFlow(stateToken)
+    const expires = new Date(Date.parse(String(flow.expires_at).replace(' ', 'T')))
+    return { device_name: String(flow.device_name).slice(0, 100), expires_at: expires.toISOString() }
+  }
+
   async deny(stateToken: string, userId: string, error: string): Promise<void> {
     await this.pendingFlow(stateToken)
     const done = await this.finish(stateToken, {

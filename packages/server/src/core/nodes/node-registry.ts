@@ -20,8 +20,15 @@ import { loadDesiredState } from './desired-state.ts'
 import { dropNul } from '../../tools/nul.ts'
 import { ApiError } from '../../tools/api-error.ts'
 import { NodeRelay } from './node-relay.ts'
+import { ModelPins } from '../models/model-pins.ts'
 
 export type JobFrame = Extract<NodeToServerFrame, { type: `job_${string}` }>
+export type ScoreFrame = Extract<NodeToServerFrame, { type: `score_${string}` }>
+
+/** Where reference nodes' scores go (verification/reference-scores.ts). */
+export interface ScoreListener {
+  onScoreFrame(nodeId: string, frame: ScoreFrame): void
+}
 
 /** What the scheduler needs of a node, wherever its socket lives. */
 export interface NodeHandle {
@@ -54,6 +61,8 @@ export class NodeSession implements NodeHandle {
   readonly relayedJobs = new Set<string>()
   lastDesired = ''
   chain: Promise<void> = Promise.resolve()
+  /** The backend class the node's hello reported. */
+  backend = 'unknown'
 
   constructor(
     readonly nodeId: string,
@@ -86,21 +95,42 @@ export class NodeRegistry {
   private timer: NodeJS.Timeout
   private unsubscribe: () => void
   listener: RegistryListener | null = null
+  scores: ScoreListener | null = null
   private closed = false
   /** Scaled out only: the hand-off of jobs to nodes connected to other processes. */
   private relay: NodeRelay | null = null
+  /** Size and sha256 of models added by URL alone, read from their source when first wanted. */
+  private pins: ModelPins
 
   constructor(
     private core: CoreApp,
     private heartbeatTimeoutMs = 15_000,
   ) {
+    this.pins = new ModelPins(core, (nodeId) => {
+      void this.pushDesiredState(nodeId, true)
+      this.pinFor(nodeId)
+    })
     this.timer = setInterval(() => this.sweep(), Math.min(5000, heartbeatTimeoutMs / 2))
     this.timer.unref()
     // What the owner changes reaches the node at once, on whichever process the change was made
     // (record events come over the bus); a deleted node loses its socket.
     this.unsubscribe = core.bus.subscribe('records', (message) => {
       const change = message as RecordBusMessage
-      if (change.collection === 'node_models') void this.pushDesiredState(String(change.row.node))
+      if (change.collection === 'node_models') {
+        const nodeId = String(change.row.node)
+        void this.pushDesiredState(nodeId)
+        // A download asked for and not begun may be waiting for its model's size and sha256.
+        const row = change.row
+        if (
+          Number(row.requested_download) &&
+          !Number(row.is_downloaded) &&
+          !(Number.parseFloat(String(row.download_progress)) > 0)
+        )
+          this.pinFor(nodeId)
+      }
+      // A model's file facts changed (pinned from its source, or edited): resend where it matters.
+      if (change.collection === 'models')
+        for (const nodeId of this.sessions.keys()) void this.pushDesiredState(nodeId)
       if (change.collection === 'nodes' && change.action === 'delete')
         this.sessions.get(String(change.row.id))?.ws.terminate()
     })
@@ -111,13 +141,23 @@ export class NodeRegistry {
         onRemoteJobFrame: (nodeId, frame) => this.listener?.onJobFrame(nodeId, frame),
         onRemoteNodeGone: (nodeId) => this.listener?.onNodeGone(nodeId),
         onRemoteCapacity: () => this.listener?.onCapacity(),
-      }, heartbeatTimeoutMs)
+      }, heartbeatTimeoutMs, core.processId)
     }
   }
 
   /** Nodes connected to this process, and (scaled out) those known on other processes. */
   counts(): { local: number; remote: number } {
     return { local: this.sessions.size, remote: this.relay?.remoteCount ?? 0 }
+  }
+
+  /** A node connected to this process. */
+  local(nodeId: string): NodeSession | undefined {
+    return this.sessions.get(nodeId)
+  }
+
+  /** Nodes connected to this process. */
+  locals(): Iterable<NodeSession> {
+    return this.sessions.values()
   }
 
   /** A node this process can give jobs to: connected here, or (scaled out) to another process. */
@@ -155,6 +195,7 @@ export class NodeRegistry {
     this.enqueue(session, async () => {
       await this.updateNode(nodeId, { status: 'online', last_seen: nowDate() })
       await this.pushDesiredState(nodeId, true)
+      this.pinFor(nodeId)
     })
     return session
   }
@@ -169,12 +210,22 @@ export class NodeRegistry {
     session.send({ type: 'desired_state', node_models: nodeModels })
   }
 
+  /** Pins, in the background, the models a node connected here wants and cannot be sent yet. */
+  private pinFor(nodeId: string): void {
+    if (!this.sessions.has(nodeId)) return
+    this.pins.pinFor(nodeId).catch((err) => {
+      if (!this.closed) console.error('model pinning failed', err)
+    })
+  }
+
   close(): void {
     // Sockets closing during shutdown must not reach the scheduler or the (closing) database.
     this.closed = true
     this.listener = null
+    this.scores = null
     clearInterval(this.timer)
     this.unsubscribe()
+    this.pins.close()
     // Other processes give this process's jobs on these nodes to others now, not after a timeout.
     for (const nodeId of this.sessions.keys()) this.relay?.gone(nodeId)
     this.relay?.close()
@@ -185,20 +236,30 @@ export class NodeRegistry {
     session.lastFrameAt = Date.now()
     if (this.sessions.get(session.nodeId) !== session) return
     switch (frame.type) {
-      case 'hello':
+      case 'hello': {
         session.maxJobs = frame.max_jobs
         session.helloed = true
+        // Bounded by the protocol's schema; shown to other users only as plain text.
+        const engine = frame.engines[0]
+        session.backend = engine?.backend ?? 'unknown'
         this.enqueue(session, async () => {
           await this.updateNode(session.nodeId, {
             hardware: frame.hardware,
             agent_version: frame.agent_version,
             max_jobs: frame.max_jobs,
+            backend: session.backend,
+            engine_version: engine ? `${engine.kind} ${engine.version ?? ''}`.trim() : '',
             status: 'online',
             last_seen: nowDate(),
           })
           this.listener?.onCapacity()
           this.relay?.announce(session)
         })
+        return
+      }
+      case 'score_result':
+      case 'score_failed':
+        this.scores?.onScoreFrame(session.nodeId, frame)
         return
       case 'heartbeat': {
         const freed = frame.max_jobs > session.maxJobs

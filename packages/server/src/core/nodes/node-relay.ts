@@ -66,7 +66,6 @@ export class RemoteNode implements NodeHandle {
 }
 
 export class NodeRelay {
-  readonly processId = newRecordId()
   private remotes = new Map<string, RemoteNode>()
   /** Jobs a local node runs for another process: job id -> the offering process and the node. */
   private relayed = new Map<string, { origin: string; nodeId: string }>()
@@ -77,6 +76,7 @@ export class NodeRelay {
     private bus: Bus,
     private nodes: LocalNodes,
     private timeoutMs: number,
+    readonly processId = newRecordId(),
   ) {
     this.unsubscribe = [
       bus.subscribe(BROADCAST, (m) => this.onBroadcast(m as Broadcast)),

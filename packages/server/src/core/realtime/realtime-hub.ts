@@ -1,19 +1,26 @@
 /**
- * @module The realtime hub: connected clients, their subscriptions, and fan-out of record events
- * to every subscriber allowed to see them. Transport-free: the HTTP layer gives each client a
- * `send` function and feeds it subscription changes.
+ * @module The realtime hub of one process: its connected clients, their subscriptions (indexed by
+ * collection, record and required field values), and the fan-out of record events to every
+ * subscriber allowed to see them. Transport-free: the HTTP layer gives each client a `send`
+ * function. What matches from memory is sent at once; what needs the database (relation paths,
+ * expand) waits in the client's own queue, in order. All of a subscriber owner's work is charged
+ * to its cost budget, so one user's thousands of filters cannot delay anyone else's events.
  */
 import type { Database } from '../../db/database.ts'
-import { ApiError } from '../../tools/api-error.ts'
-import { randomString } from '../../tools/ids.ts'
-import { parseFields, pickFields } from '../records/fields-picker.ts'
-import { expandRecords, parseExpand } from '../records/expand.ts'
 import type { Caller } from '../records/caller.ts'
-import type { RecordAction } from '../records/record-events.ts'
-import { serializeRecord, type Row } from '../records/serialize.ts'
-import type { CollectionDef } from '../collections/collection-def.ts'
-import { holds } from './access-check.ts'
+import { randomString } from '../../tools/ids.ts'
+import { CostBudget, defaultCostBudget, type CostBudgetOptions } from './cost-budget.ts'
+import {
+  EventMatch,
+  type CheckCounts,
+  type QuickVerdict,
+  type RealtimeEvent,
+  type Tally,
+} from './event-match.ts'
 import { parseSubscription, type Subscription } from './subscription.ts'
+import { TopicIndex } from './subscription-index.ts'
+
+export type { RealtimeEvent } from './event-match.ts'
 
 export interface RealtimeClient {
   id: string
@@ -23,115 +30,176 @@ export interface RealtimeClient {
   send(event: string, data: string): void
 }
 
-export interface RealtimeEvent {
-  action: RecordAction
-  collection: CollectionDef
-  row: Row
+interface Connected extends RealtimeClient {
+  topics: Map<string, TopicIndex>
+  /** Deliveries waiting for the database, run one after another to keep the client's order. */
+  chain: Promise<void>
+  backlog: number
+  closed: boolean
+}
+
+export interface HubOptions {
+  budget?: CostBudgetOptions
+  /** What one database query counts as against the budget (its CPU is the database's). */
+  queryCostMs?: number
+  /** Events one client may have waiting for the database before later ones are dropped. */
+  maxBacklog?: number
 }
 
 export class RealtimeHub {
-  private clients = new Map<string, RealtimeClient>()
+  private clients = new Map<string, Connected>()
+  private byCollection = new Map<string, Set<Connected>>()
+  private budget: CostBudget
+  private queryCostMs: number
+  private maxBacklog: number
+  /** Events not delivered because their subscriber was over its budget or backlog. */
+  dropped = 0
+  /** Rule and filter checks made, in memory and in the database. */
+  readonly checks: CheckCounts = { memory: 0, database: 0 }
 
-  constructor(private database: Database) {}
+  constructor(
+    private database: Database,
+    options: HubOptions = {},
+  ) {
+    this.budget = new CostBudget(options.budget ?? defaultCostBudget)
+    this.queryCostMs = options.queryCostMs ?? 1
+    this.maxBacklog = options.maxBacklog ?? 100
+  }
 
   get size(): number {
     return this.clients.size
   }
 
+  get(id: string): RealtimeClient | undefined {
+    return this.clients.get(id)
+  }
+
+  all(): Iterable<RealtimeClient> {
+    return this.clients.values()
+  }
+
   connect(address: string, send: RealtimeClient['send']): RealtimeClient {
-    const client: RealtimeClient = { id: randomString(40), address, caller: null, subscriptions: new Map(), send }
+    const client: Connected = {
+      id: randomString(40),
+      address,
+      caller: null,
+      subscriptions: new Map(),
+      send,
+      topics: new Map(),
+      chain: Promise.resolve(),
+      backlog: 0,
+      closed: false,
+    }
     this.clients.set(client.id, client)
     return client
   }
 
   disconnect(id: string): void {
+    const client = this.clients.get(id)
+    if (!client) return
+    client.closed = true
+    this.unindex(client)
     this.clients.delete(id)
   }
 
-  /** Replaces a client's whole subscription set (POST /api/realtime). */
-  setSubscriptions(clientId: string, caller: Caller, address: string, keys: string[]): void {
-    const client = this.clients.get(clientId)
-    if (!client) throw new ApiError(404, 'Missing or invalid client id.')
-    if (client.address !== address) throw new ApiError(400, 'Invalid realtime client.')
-    const before = client.caller?.auth?.id
-    // A guest may sign in on an open stream; any other change of identity is refused.
-    if (client.caller && before && before !== caller.auth?.id) {
-      throw new ApiError(403, "The current and the previous request authorization don't match.")
-    }
+  /** Replaces a client's whole subscription set and the caller it was set by (checked before). */
+  setSubscriptions(id: string, caller: Caller, keys: string[]): void {
+    const client = this.clients.get(id)
+    if (!client) return
+    this.unindex(client)
     client.caller = caller
     client.subscriptions.clear()
     for (const key of keys) {
-      if (!key) continue
+      if (!key || client.subscriptions.has(key)) continue
       const sub = parseSubscription(key)
-      if (sub) client.subscriptions.set(key, sub)
+      if (!sub) continue
+      client.subscriptions.set(key, sub)
+      let topic = client.topics.get(sub.collection.name)
+      if (!topic) client.topics.set(sub.collection.name, (topic = new TopicIndex()))
+      topic.add(sub)
+    }
+    for (const name of client.topics.keys()) {
+      let set = this.byCollection.get(name)
+      if (!set) this.byCollection.set(name, (set = new Set()))
+      set.add(client)
     }
   }
 
   /** Delivers one record event to every matching, permitted subscription. */
-  async publish(event: RealtimeEvent): Promise<void> {
-    const id = event.row.id as string
-    const cache = new Map<string, Promise<boolean>>()
-    const payloads = new Map<string, Promise<string>>()
-    const tasks: Promise<void>[] = []
-    for (const client of this.clients.values()) {
+  publish(event: RealtimeEvent): Promise<void> {
+    const clients = this.byCollection.get(event.collection.name)
+    if (!clients?.size) return Promise.resolve()
+    const match = new EventMatch(this.database, event, this.checks)
+    const waiting: Promise<void>[] = []
+    for (const client of clients) {
       const caller = client.caller
-      if (!caller) continue
-      for (const sub of client.subscriptions.values()) {
-        if (sub.collection.name !== event.collection.name) continue
-        if (sub.recordId !== '*' && sub.recordId !== id) continue
-        tasks.push(this.deliver(client, caller, sub, event, cache, payloads))
+      const candidates = caller && client.topics.get(event.collection.name)?.candidates(event.row)
+      if (!caller || !candidates?.length) continue
+      const owner = ownerOf(client)
+      if (!this.budget.allows(owner) || client.backlog >= this.maxBacklog) {
+        this.dropped++
+        continue
       }
+      const started = performance.now()
+      const verdicts = candidates.map((sub) => match.quick(caller, sub))
+      if (client.backlog === 0 && !verdicts.includes('later')) {
+        const tally = { queries: 0 }
+        candidates.forEach((sub, i) => {
+          if (verdicts[i] === 'yes')
+            client.send(sub.key, match.payload(caller, sub, tally) as string)
+        })
+      } else {
+        waiting.push(this.later(client, caller, candidates, verdicts, match, owner))
+      }
+      this.budget.charge(owner, performance.now() - started)
     }
-    await Promise.all(tasks)
+    return waiting.length ? Promise.all(waiting).then(() => undefined) : Promise.resolve()
   }
 
-  private async deliver(
-    client: RealtimeClient,
+  /** The database part of one event for one client, queued behind its earlier events. */
+  private later(
+    client: Connected,
     caller: Caller,
-    sub: Subscription,
-    event: RealtimeEvent,
-    cache: Map<string, Promise<boolean>>,
-    payloads: Map<string, Promise<string>>,
+    subs: Subscription[],
+    verdicts: QuickVerdict[],
+    match: EventMatch,
+    owner: string,
   ): Promise<void> {
-    const collection = event.collection
-    const rule = sub.recordId === '*' ? collection.listRule : collection.viewRule
-    if (rule === null && !caller.superuser) return
-    const check = (expr: string, client: boolean) => {
-      const key = `${caller.auth?.id ?? ''}\u0000${client}\u0000${expr}`
-      let result = cache.get(key)
-      if (!result) cache.set(key, (result = holds(this.database, caller, collection, expr, event.row, client)))
-      return result
-    }
-    try {
-      if (rule && !caller.superuser && !(await check(rule, false))) return
-      if (sub.filter && !(await check(sub.filter, !caller.superuser))) return
-      const owner = caller.superuser || !collection.ownerRule || (await check(collection.ownerRule, false))
-      const self = collection.type === 'auth' && caller.auth?.id === event.row.id
-      // Subscribers who see the record the same way share one serialised payload.
-      const variant = sub.expand
-        ? `${caller.auth?.id}\u0000${sub.expand}\u0000${sub.fields ?? ''}`
-        : `${owner}\u0000${self}\u0000${caller.superuser}\u0000${sub.fields ?? ''}`
-      let payload = payloads.get(variant)
-      if (!payload) {
-        payload = this.payload(caller, sub, event, owner, self)
-        payloads.set(variant, payload)
+    client.backlog++
+    const run = async () => {
+      for (let i = 0; i < subs.length && !client.closed; i++) {
+        if (verdicts[i] === 'no') continue
+        if (!this.budget.allows(owner)) {
+          this.dropped++
+          return
+        }
+        const tally: Tally = { queries: 0 }
+        try {
+          if (verdicts[i] === 'later' && !(await match.matches(caller, subs[i], tally))) continue
+          const payload = await match.payload(caller, subs[i], tally)
+          if (!client.closed) client.send(subs[i].key, payload)
+        } catch {
+          // One subscriber's failing check must not stop delivery to the others.
+        } finally {
+          // Time spent waiting for the database is not this process's CPU: its queries count.
+          this.budget.charge(owner, tally.queries * this.queryCostMs)
+        }
       }
-      client.send(sub.key, await payload)
-    } catch {
-      // One subscriber's failing check must not stop delivery to the others.
     }
+    client.chain = client.chain
+      .then(run)
+      .catch(() => {})
+      .finally(() => client.backlog--)
+    return client.chain
   }
 
-  private async payload(caller: Caller, sub: Subscription, event: RealtimeEvent, owner: boolean, self: boolean) {
-    const collection = event.collection
-    let record: Record<string, unknown> = serializeRecord(collection, event.row, { owner, self, superuser: caller.superuser })
-    if (sub.expand && event.action !== 'delete') {
-      await expandRecords(this.database, caller, collection, [record], parseExpand(sub.expand))
-    }
-    if (sub.fields) {
-      const pick = parseFields(sub.fields)
-      if (pick) record = pickFields(record, pick) as Record<string, unknown>
-    }
-    return JSON.stringify({ action: event.action, record })
+  private unindex(client: Connected) {
+    for (const name of client.topics.keys()) this.byCollection.get(name)?.delete(client)
+    client.topics.clear()
   }
+}
+
+/** Whose budget a client's deliveries use: its user's, or for a guest its address's. */
+function ownerOf(client: RealtimeClient): string {
+  return client.caller?.auth ? `u:${client.caller.auth.id}` : `a:${client.address}`
 }

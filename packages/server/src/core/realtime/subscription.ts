@@ -1,10 +1,14 @@
 /**
  * @module A realtime subscription key as the SDK sends it: `collection/*` or `collection/id`,
  * optionally followed by `?options=<json {query:{filter, expand, fields}, headers}>`. The key is
- * kept verbatim: it is also the SSE event name the SDK listens on.
+ * kept verbatim: it is also the SSE event name the SDK listens on. The filter is parsed once,
+ * when the subscription is set, and an equality on one of the record's own fields
+ * (`conversation = "abc"`) is picked out so events can find the subscription by that value.
  */
-import { findCollection } from '../collections/registry.ts'
+import { findCollection, findField } from '../collections/registry.ts'
 import type { CollectionDef } from '../collections/collection-def.ts'
+import { FilterError } from '../../tools/filter/filter-error.ts'
+import { parseFilter, type FilterExpr, type Operand } from '../../tools/filter/parser.ts'
 
 export interface Subscription {
   key: string
@@ -12,6 +16,10 @@ export interface Subscription {
   /** '*' for the whole collection, else one record id. */
   recordId: string
   filter?: string
+  /** The parsed filter; null when it cannot match (unparsable, or forbidden to the caller). */
+  expr?: FilterExpr | null
+  /** A conjunct `field = "text"`: only records with that value can match. */
+  equality?: { field: string; value: string }
   expand?: string
   fields?: string
 }
@@ -36,7 +44,45 @@ export function parseSubscription(key: string): Subscription | null {
       // PocketBase ignores unreadable options; the subscription still works without them.
     }
   }
+  if (sub.filter?.trim()) compileFilter(sub)
   return sub
+}
+
+/** Parses the filter once; a filter that cannot parse never matches (PocketBase sends nothing). */
+function compileFilter(sub: Subscription) {
+  try {
+    sub.expr = parseFilter(sub.filter!)
+  } catch (err) {
+    if (!(err instanceof FilterError)) throw err
+    sub.expr = null
+    return
+  }
+  sub.equality = findEquality(sub.collection, sub.expr)
+}
+
+/** Field types whose stored value is the text an equality compares (ids, relations, text). */
+const indexable = new Set(['text', 'email', 'relation', 'select'])
+
+function findEquality(collection: CollectionDef, expr: FilterExpr): Subscription['equality'] {
+  const items = expr.type === 'and' ? expr.items : expr.type === 'compare' ? [expr] : []
+  for (const item of items) {
+    if (item.type !== 'compare' || item.op !== '=') continue
+    const pair =
+      fieldAndText(collection, item.left, item.right) ??
+      fieldAndText(collection, item.right, item.left)
+    if (pair) return pair
+  }
+  return undefined
+}
+
+function fieldAndText(collection: CollectionDef, a: Operand, b: Operand): Subscription['equality'] {
+  if (a.kind !== 'identifier' || b.kind !== 'text' || a.modifier || a.path.length !== 1)
+    return undefined
+  const name = a.path[0]
+  if (name === 'id') return { field: 'id', value: b.value }
+  const field = findField(collection, name)
+  if (!field || field.hidden || !indexable.has(field.type)) return undefined
+  return { field: name, value: b.value }
 }
 
 function splitOnce(text: string, sep: string): [string, string?] {

@@ -5,6 +5,7 @@
  */
 import type { FieldError } from '../../tools/api-error.ts'
 import { randomString } from '../../tools/ids.ts'
+import { isSystemEmail } from '../auth/email-identity.ts'
 import { hashPassword, verifyPassword } from '../auth/passwords.ts'
 import type { Row } from './serialize.ts'
 
@@ -13,6 +14,8 @@ export interface AuthFieldsResult {
   formErrors: Record<string, FieldError>
 }
 
+/** The users collection's password limit (bcrypt's, kept by PocketBase; argon2 has none). */
+const PASSWORD_MAX = 71
 const required: FieldError = { code: 'validation_required', message: 'Cannot be blank.' }
 
 export async function prepareAuthCreate(body: Row, values: Row, superuser: boolean): Promise<AuthFieldsResult> {
@@ -24,6 +27,10 @@ export async function prepareAuthCreate(body: Row, values: Row, superuser: boole
   else if (confirm !== password) formErrors.passwordConfirm = { code: 'validation_values_mismatch', message: "Values don't match." }
   if (!superuser && values.verified === 1) {
     formErrors.verified = { code: 'validation_values_mismatch', message: "Values don't match." }
+  }
+  // The system's own accounts (the house) live at this domain; nobody may sign up as one.
+  if (!superuser && typeof values.email === 'string' && isSystemEmail(values.email)) {
+    formErrors.email = { code: 'validation_reserved_email', message: 'This e-mail address is reserved.' }
   }
   if (Object.keys(formErrors).length) return { values, formErrors }
   const lengthError = passwordLengthError(password)
@@ -49,7 +56,9 @@ export async function prepareAuthUpdate(body: Row, values: Row, existing: Row, s
       formErrors.passwordConfirm = { code: 'validation_values_mismatch', message: "Values don't match." }
     }
     const old = typeof body.oldPassword === 'string' ? body.oldPassword : ''
-    if (!superuser && !(await verifyPassword(existing.password as string, old))) {
+    // No stored password is longer than the field allows: a longer one is wrong without hashing it.
+    const oldFits = old.length <= PASSWORD_MAX
+    if (!superuser && !(oldFits && (await verifyPassword(existing.password as string, old)))) {
       formErrors.oldPassword = { code: 'validation_invalid_old_password', message: 'Missing or invalid old password.' }
     }
     const lengthError = passwordLengthError(password)
@@ -66,6 +75,8 @@ export async function prepareAuthUpdate(body: Row, values: Row, existing: Row, s
 
 function passwordLengthError(password: string): FieldError | null {
   if (password.length < 8) return { code: 'validation_min_text_constraint', message: 'Must be at least 8 character(s).', params: { min: 8 } }
-  if (password.length > 71) return { code: 'validation_max_text_constraint', message: 'Must be less than 71 character(s).', params: { max: 71 } }
+  if (password.length > PASSWORD_MAX) {
+    return { code: 'validation_max_text_constraint', message: `Must be less than ${PASSWORD_MAX} character(s).`, params: { max: PASSWORD_MAX } }
+  }
   return null
 }

@@ -100,7 +100,11 @@ async function expandKey(
   const backField = target && findField(target, via[2])
   if (!target || backField?.type !== 'relation' || backField.collection !== collection.name) return null
   const ids = items.map((i) => i.id as string)
-  const rows = await visibleOrNone(() => fetchBackRelated(database, caller, target, backField.name, ids))
+  let rows = await visibleOrNone(() => fetchBackRelated(database, caller, target, backField.name, ids))
+  // A private (owner-only) relation field is a private link: a caller who may see the related
+  // record but does not own it must not learn that it points here (which jobs ran on someone's
+  // node, which request a job served). Filters already read such links as NULL for them.
+  if (backField.private && !caller.superuser) rows = rows.filter(isOwned)
   const groups = new Map<string, RecordJson[]>()
   for (const row of rows) {
     const parent = row[backField.name] as string
@@ -121,6 +125,10 @@ async function fetchBackRelated(
     WHERE ${sql.ref(field)} IN (${sql.join(parentIds)}) LIMIT 1000`
   const ids = (await query.execute(database.db)).rows.map((r) => r.id)
   return fetchVisible(database, caller, target, ids, target.viewRule)
+}
+
+function isOwned(row: Row): boolean {
+  return row.__owner === 1 || row.__owner === '1' || row.__owner === true
 }
 
 /** A locked (null) view rule hides the related records instead of failing the whole request. */

@@ -61,9 +61,26 @@ function applyLeaf(value: unknown, pick: Pick): unknown {
 }
 
 function excerpt(html: string, max: number, ellipsis: boolean): string {
-  const text = html.replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' ').trim()
+  const text = stripTags(html).replace(/\s+/g, ' ').trim()
   if (text.length <= max) return text
   return text.slice(0, max).trimEnd() + (ellipsis ? '...' : '')
+}
+
+/**
+ * Replaces each `<...>` tag with a space, in one pass. The regular expression `/<[^>]*>/g` did the
+ * same in quadratic time on text with many `<` and no `>` (a stored prompt of 30,000 `<` took
+ * seconds for `fields=prompt:excerpt(10)`).
+ */
+function stripTags(html: string): string {
+  let out = ''
+  let from = 0
+  for (let open = html.indexOf('<'); open !== -1; open = html.indexOf('<', from)) {
+    const close = html.indexOf('>', open + 1)
+    if (close === -1) break // no tag can close any more: the rest is text
+    out += html.slice(from, open) + ' '
+    from = close + 1
+  }
+  return out + html.slice(from)
 }
 
 /** The top-level keys a fields parameter names (for checking them against a record's keys). */

@@ -5,6 +5,7 @@
  */
 import type { FieldError } from '../../tools/api-error.ts'
 import { parseDate } from '../../tools/dates.ts'
+import { isEmail, MAX_EMAIL_LENGTH } from '../../tools/email.ts'
 import { recordIdPattern } from '../../tools/ids.ts'
 import type { CollectionDef, FieldDef } from '../collections/collection-def.ts'
 import type { Row } from './serialize.ts'
@@ -22,7 +23,10 @@ export interface CastBody {
   errors: Record<string, FieldError>
 }
 
-const emailPattern = /^[^\s@]+@[^\s@]+\.[^\s@]+$/
+/** PocketBase's default limit of a text field declared without `max` (for clients' writes). */
+export const DEFAULT_TEXT_MAX = 5000
+/** Any other field's value as text (ids, numbers, dates, select values, e-mails). */
+const OTHER_MAX = MAX_EMAIL_LENGTH
 
 export function castRecordBody(collection: CollectionDef, body: Row, opts: BodyOptions): CastBody {
   const values: Row = {}
@@ -31,6 +35,12 @@ export function castRecordBody(collection: CollectionDef, body: Row, opts: BodyO
     if (!isWritable(field, opts)) continue
     const raw = resolveModifiers(field, body, opts.existing)
     if (raw === undefined) continue
+    // Length first: no later check (parsing a date or a number, the e-mail check) sees more.
+    const tooLong = lengthError(field, raw, opts.superuser)
+    if (tooLong) {
+      errors[field.name] = tooLong
+      continue
+    }
     const cast = castValue(field, raw)
     if ('error' in cast) errors[field.name] = cast.error
     else values[field.name] = cast.value
@@ -41,6 +51,17 @@ export function castRecordBody(collection: CollectionDef, body: Row, opts: BodyO
     } else values.id = body.id
   }
   return { values, errors }
+}
+
+function lengthError(field: FieldDef, raw: unknown, superuser: boolean): FieldError | null {
+  const text = Array.isArray(raw) ? raw[raw.length - 1] : raw
+  if (typeof text !== 'string') return null
+  const isText = field.type === 'text' || field.type === 'password'
+  // The server writes long text (prompts, answers) into fields that clients cannot write.
+  const max = isText ? (field.max ?? (superuser ? Infinity : DEFAULT_TEXT_MAX)) : OTHER_MAX
+  if (text.length <= max) return null
+  if (field.type === 'email') return invalidEmail
+  return { code: 'validation_max_text_constraint', message: `Must be less than ${max} character(s).`, params: { max } }
 }
 
 function isWritable(field: FieldDef, opts: BodyOptions): boolean {
@@ -58,12 +79,15 @@ function resolveModifiers(field: FieldDef, body: Row, existing?: Row): unknown {
   const minus = body[`${field.name}-`]
   if (plus === undefined && minus === undefined) return plain
   if (field.type !== 'number') return plus ?? plain
-  const base = Number(plain ?? existing?.[field.name] ?? 0)
+  // In the API's units: a scaled field's stored value is converted back first.
+  const stored = Number(existing?.[field.name] ?? 0)
+  const base = plain !== undefined ? Number(plain) : field.scale ? stored / field.scale : stored
   return base + Number(plus ?? 0) - Number(minus ?? 0)
 }
 
 type Cast = { value: unknown } | { error: FieldError }
 
+const invalidEmail: FieldError = { code: 'validation_is_email', message: 'Must be a valid email address.' }
 const invalid: Cast = { error: { code: 'validation_invalid_format', message: 'Invalid value format.' } }
 
 export function castValue(field: FieldDef, raw: unknown): Cast {
@@ -71,9 +95,9 @@ export function castValue(field: FieldDef, raw: unknown): Cast {
     case 'number': {
       const n = raw === '' || raw === null ? 0 : typeof raw === 'boolean' ? Number(raw) : Number(raw)
       if (!Number.isFinite(n)) return { error: { code: 'validation_not_a_number', message: 'Must be a valid number.' } }
-      if (field.min !== undefined && n < field.min) return minError(field.min)
+      if (field.min !== undefined && n < field.min) return minNumberError(field.min)
       if (field.max !== undefined && n > field.max) return maxError(field.max)
-      return { value: n }
+      return field.scale ? scaledValue(n, field.scale) : { value: n }
     }
     case 'bool': {
       if (raw === true || raw === 'true' || raw === 1 || raw === '1') return { value: 1 }
@@ -101,9 +125,7 @@ export function castValue(field: FieldDef, raw: unknown): Cast {
     }
     case 'email': {
       const v = raw === null ? '' : String(raw).trim()
-      if (v !== '' && !emailPattern.test(v)) {
-        return { error: { code: 'validation_is_email', message: 'Must be a valid email address.' } }
-      }
+      if (v !== '' && !isEmail(v)) return { error: invalidEmail }
       return { value: v }
     }
     default: {
@@ -118,8 +140,31 @@ export function castValue(field: FieldDef, raw: unknown): Cast {
   }
 }
 
+/** A scaled number as its exact integer count of units; a finer value is refused, never rounded. */
+function scaledValue(n: number, scale: number): Cast {
+  const exact = n * scale
+  const units = Math.round(exact)
+  // n * scale carries binary rounding (12.345 * 1000 = 12345.000000000002): within an ulp is exact.
+  const tolerance = Math.abs(exact) * 1e-12 + 1e-9
+  if (Math.abs(exact - units) > tolerance || !Number.isSafeInteger(units)) {
+    const digits = Math.round(Math.log10(scale))
+    return {
+      error: {
+        code: 'validation_invalid_number',
+        message: `Must have at most ${digits} decimal place(s).`,
+        params: { scale },
+      },
+    }
+  }
+  return { value: units }
+}
+
 function minError(min: number): Cast {
   return { error: { code: 'validation_min_text_constraint', message: `Must be at least ${min} character(s).`, params: { min } } }
+}
+
+function minNumberError(min: number): Cast {
+  return { error: { code: 'validation_min_number_constraint', message: `Must be larger than ${min}.`, params: { min } } }
 }
 
 function maxError(max: number): Cast {
@@ -145,12 +190,17 @@ export function defaultRow(collection: CollectionDef): Row {
   for (const field of collection.fields) {
     if (field.type === 'autodate') continue
     if (field.default !== undefined) {
-      row[field.name] = field.type === 'bool' ? (field.default ? 1 : 0) : field.default
+      row[field.name] =
+        field.type === 'bool'
+          ? field.default
+            ? 1
+            : 0
+          : field.scale && typeof field.default === 'number'
+            ? Math.round(field.default * field.scale)
+            : field.default
     } else if (field.type === 'number' || field.type === 'bool') row[field.name] = 0
     else if (field.type === 'json') row[field.name] = 'null'
     else row[field.name] = ''
   }
   return row
 }
-
-export { emailPattern }

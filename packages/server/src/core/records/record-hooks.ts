@@ -8,7 +8,8 @@ export type TxHook = (trx: Db, collection: CollectionDef, row: Row) => Promise<v
 /** Checks a client's update before it is written; returns field errors (empty when fine). */
 export type UpdateCheck = (db: Db, existing: Row, values: Row) => Promise<Record<string, { code: string; message: string }>>
 
-/** Extension points for other core modules (the ledger gives new users their credits here). */
+/** Extension points for other core modules (the ledger gives new users their credits here, and
+ * ends open requests and closes accounts before they are deleted). */
 export class RecordHooks {
   private afterCreate = new Map<string, TxHook[]>()
   private updateChecks = new Map<string, UpdateCheck[]>()
@@ -23,6 +24,19 @@ export class RecordHooks {
     const errors: Record<string, { code: string; message: string }> = {}
     for (const check of this.updateChecks.get(collection.name) ?? []) Object.assign(errors, await check(db, existing, values))
     return errors
+  }
+
+  private beforeDelete = new Map<string, TxHook[]>()
+
+  /** Runs in the deleting transaction before the row (and the rows cascading from it) go. */
+  onBeforeDelete(collectionName: string, hook: TxHook): void {
+    const list = this.beforeDelete.get(collectionName) ?? []
+    list.push(hook)
+    this.beforeDelete.set(collectionName, list)
+  }
+
+  async runBeforeDelete(trx: Db, collection: CollectionDef, row: Row): Promise<void> {
+    for (const hook of this.beforeDelete.get(collection.name) ?? []) await hook(trx, collection, row)
   }
 
   onAfterCreate(collectionName: string, hook: TxHook): void {

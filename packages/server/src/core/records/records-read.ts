@@ -50,6 +50,17 @@ export function compileOrThrow<T>(fn: () => T): T {
   }
 }
 
+/** Runs a query built from a filter: a filter found too costly while it runs (SQLite's LIKE
+ * budget, db/database.ts) is the caller's 400 too. */
+async function runOrThrow<T>(run: () => Promise<T>): Promise<T> {
+  try {
+    return await run()
+  } catch (err) {
+    if (err instanceof FilterError) throw badRequest(err.message, {}, err)
+    throw err
+  }
+}
+
 function checkClientExpression(caller: Caller, text: string | undefined) {
   if (!text || caller.superuser) return
   if (text.includes('@request.')) throw forbidden('Only superusers can filter by @request.')
@@ -109,12 +120,12 @@ export async function listRecords(
   const rowsQuery = sql<Row>`SELECT r.*, ${owner} AS __owner FROM ${table} AS r ${joins.sql()} ${whereSql}
     ORDER BY ${sql.join([...order, tiebreaker(query.sort)])} LIMIT ${perPage} OFFSET ${offset}`
   // A page so far out that its offset is no exact integer has no rows (and would overflow SQL's).
-  const rows = Number.isSafeInteger(offset) ? (await rowsQuery.execute(database.db)).rows : []
+  const rows = Number.isSafeInteger(offset) ? (await runOrThrow(() => rowsQuery.execute(database.db))).rows : []
   let totalItems = -1
   let totalPages = -1
   if (!query.skipTotal) {
     const countQuery = sql<{ n: number }>`SELECT COUNT(*) AS n FROM ${table} AS r ${joins.sql()} ${whereSql}`
-    totalItems = Number((await countQuery.execute(database.db)).rows[0]?.n ?? 0)
+    totalItems = Number((await runOrThrow(() => countQuery.execute(database.db))).rows[0]?.n ?? 0)
     totalPages = Math.ceil(totalItems / perPage)
   }
   return {

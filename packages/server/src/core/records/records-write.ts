@@ -8,6 +8,7 @@ import { nowDate } from '../../tools/dates.ts'
 import { newRecordId } from '../../tools/ids.ts'
 import type { CollectionDef } from '../collections/collection-def.ts'
 import { collections, findCollection } from '../collections/registry.ts'
+import { emailKey, emailKeySql } from '../auth/email-identity.ts'
 import { prepareAuthCreate, prepareAuthUpdate } from './auth-fields.ts'
 import type { Caller } from './caller.ts'
 import { castRecordBody, defaultRow, missingRequired } from './record-body.ts'
@@ -113,19 +114,20 @@ export async function deleteRecord(deps: WriteDeps, caller: Caller, collection: 
   delete existing.__owner
   const removed: RecordChange[] = []
   await deps.database.db.transaction().execute(async (trx) => {
-    await deleteWithCascade(trx, collection, existing, removed)
+    await deleteWithCascade(trx, deps.hooks, collection, existing, removed)
   })
   removed.forEach((c) => deps.events.emit(c))
 }
 
 /** Deletes a row and, first, every row whose cascading relation points at it. */
-async function deleteWithCascade(trx: Db, collection: CollectionDef, row: Row, removed: RecordChange[]) {
+async function deleteWithCascade(trx: Db, hooks: RecordHooks, collection: CollectionDef, row: Row, removed: RecordChange[]) {
+  await hooks.runBeforeDelete(trx, collection, row)
   for (const other of collections) {
     if (other.type === 'view') continue
     for (const field of other.fields) {
       if (field.type !== 'relation' || field.collection !== collection.name || !field.cascadeDelete) continue
       const children = await trx.selectFrom(other.name).selectAll().where(field.name, '=', row.id).execute()
-      for (const child of children) await deleteWithCascade(trx, other, child as Row, removed)
+      for (const child of children) await deleteWithCascade(trx, hooks, other, child as Row, removed)
     }
   }
   await trx.deleteFrom(collection.name).where('id', '=', row.id).execute()
@@ -153,7 +155,12 @@ async function uniqueErrors(db: Db, collection: CollectionDef, row: Row) {
   const taken = await db.selectFrom(collection.name).select('id').where('id', '=', String(row.id).toLowerCase()).executeTakeFirst()
   if (taken) errors.id = notUnique
   if (collection.type === 'auth' && row.email) {
-    const dup = await db.selectFrom(collection.name).select('id').where('email', '=', row.email as string).executeTakeFirst()
+    // Unique ignoring case (the index idx_users_ci_email settles a race between two sign-ups).
+    const dup = await db
+      .selectFrom(collection.name)
+      .select('id')
+      .where(emailKeySql(db), '=', emailKey(row.email as string))
+      .executeTakeFirst()
     if (dup) errors.email = notUnique
   }
   return errors

@@ -2,7 +2,7 @@
  * @module Turns a stored row into PocketBase's record JSON: typed values, hidden fields dropped,
  * private fields only for owners, e-mails only for their owner, keys in alphabetical order.
  */
-import type { CollectionDef } from '../collections/collection-def.ts'
+import type { CollectionDef, FieldDef } from '../collections/collection-def.ts'
 
 export type Row = Record<string, unknown>
 export type RecordJson = Record<string, unknown>
@@ -38,7 +38,7 @@ export function serializeRecord(collection: CollectionDef, row: Row, opts: Seria
     else {
       const field = types.get(key)!
       if (field.private && !opts.owner && !opts.superuser) continue
-      out[key] = decodeValue(field.type, row[key])
+      out[key] = decodeValue(field, row[key])
     }
   }
   if (collection.type === 'auth') {
@@ -59,12 +59,14 @@ function fieldTypes(collection: CollectionDef) {
   return map
 }
 
-export function decodeValue(type: string, value: unknown): unknown {
-  switch (type) {
+export function decodeValue(field: FieldDef, value: unknown): unknown {
+  switch (field.type) {
     case 'bool':
       return value === 1 || value === true || value === '1'
-    case 'number':
-      return value === null || value === undefined ? 0 : Number(value)
+    case 'number': {
+      const n = value === null || value === undefined ? 0 : Number(value)
+      return field.scale ? n / field.scale : n
+    }
     case 'json':
       if (typeof value !== 'string' || value === '') return null
       try {

@@ -13,14 +13,16 @@ export function fieldKind(field: FieldDef): ValueKind {
   return 'text'
 }
 
-/** A column value (as stored, or as a JS value) in the field's kind; missing gives null. */
+/** A column value as stored, in the field's kind (a scaled number in the API's units); missing
+ * gives null. */
 export function fieldValue(field: FieldDef, raw: unknown): Scalar {
   if (raw === null || raw === undefined) return null
   const kind = fieldKind(field)
   if (kind === 'bool') return toBool(raw) ? 1 : 0
   if (kind === 'number') {
     const n = typeof raw === 'number' ? raw : Number(raw)
-    return Number.isFinite(n) ? n : null
+    if (!Number.isFinite(n)) return null
+    return field.scale ? n / field.scale : n
   }
   return toText(raw)
 }

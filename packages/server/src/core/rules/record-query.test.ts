@@ -79,6 +79,18 @@ const serverCases: Case[] = [
   ['requests', "temperature ~ '0.7'", ['ra1']],
   ['requests', "'' = null && null = null // always", ['ra1', 'ra2', 'ra3', 'rb1', 'rb2']],
   ['requests', 'reserved > 1 || temperature = 1', ['ra1', 'ra2']],
+  // Credits are stored as integer thousandths; filters see the API's numbers, exactly.
+  ['requests', 'reserved = 1.5', ['ra1']],
+  ['user_credit_txs', 'amount = 12.345', ['t3']],
+  ['user_credit_txs', 'amount > 12.3449 && amount < 12.3451', ['t3']],
+  ['user_credit_txs', 'amount < 0', ['t2']],
+  ['user_credit_txs', "amount ~ '12.34'", ['t3']],
+  ['user_credit_txs', 'balance_after = 0.1', ['t3']],
+  ['user_credit_txs', 'amount:lower = "12.345"', ['t3']],
+  ['user_balances', 'balance > 5.5', ['ba']],
+  ['user_balances', 'balance = 5', ['bb']],
+  ['available_models', 'credit_multiplier = 0.5', ['m2']],
+  ['available_models', 'credit_multiplier >= 1', ['m1']],
   ['users', "nodes_via_user.status ?= 'online'", ['ua']],
   ['users', 'nodes_via_user.is_active = true', ['ua']],
   ['users', "nodes_via_user.status != 'offline'", ['ua', 'uc']],
@@ -155,6 +167,7 @@ describe.each(testDialects())('record filters on %s', (dialect) => {
       'nodes',
       'node_jobs',
       'user_credit_txs',
+      'user_balances',
     ]) {
       const { rows } = await sql<
         Record<string, unknown>
@@ -288,6 +301,7 @@ describe.each(testDialects())('record filters on %s', (dialect) => {
     ])
     expect(await order('requests', 'prompt')).toEqual(['rb1', 'rb2', 'ra2', 'ra1', 'ra3'])
     expect(await order('models', '-credit_multiplier,name')).toEqual(['m3', 'm1', 'm2'])
+    expect(await order('user_credit_txs', 'amount')).toEqual(['t2', 't3', 't1'])
     expect(await order('users', 'name')).toEqual(['ua', 'ub', 'uc'])
     expect((await order('requests', '@random')).sort()).toEqual(['ra1', 'ra2', 'ra3', 'rb1', 'rb2'])
   })

@@ -34,13 +34,13 @@ function collectionOf(name: string): CollectionDef {
 /** A boolean SQL expression; blank text compiles to TRUE. Throws FilterError. */
 export function compileRecordFilter(
   collectionName: string,
-  text: string,
+  text: string | FilterExpr,
   ctx: QueryContext,
   joins: JoinSet,
   opts: CompileOptions,
 ): RawBuilder<unknown> {
   const collection = collectionOf(collectionName)
-  const expr = parseCached(text)
+  const expr = typeof text === 'string' ? parseCached(text) : text
   if (opts.client) checkClientIdentifiers(expr)
   const resolver = new RecordSqlResolver(
     { collection, alias: joins.alias, joins },
@@ -108,13 +108,13 @@ export function compileOwnerCheck(
  */
 export function evaluateRecordFilter(
   collectionName: string,
-  text: string,
+  text: string | FilterExpr,
   record: Record<string, unknown>,
   ctx: QueryContext,
   opts?: CompileOptions,
 ): boolean | undefined {
   const collection = collectionOf(collectionName)
-  const expr = parseCached(text)
+  const expr = typeof text === 'string' ? parseCached(text) : text
   if (opts?.client) checkClientIdentifiers(expr)
   return evaluateFilter(
     expr,

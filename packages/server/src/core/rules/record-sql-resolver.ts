@@ -208,7 +208,7 @@ export class RecordSqlResolver implements SqlResolver {
 
   /** A column as this caller may read it. */
   fieldSql(scope: Scope, field: FieldDef): SqlOperand {
-    const column = sql.id(scope.alias, field.name)
+    const column = columnSql(scope, field)
     const kind = fieldKind(field)
     if (!this.client) return { kind, sql: column }
     const guard = this.visibility(scope, field)
@@ -230,6 +230,17 @@ export class RecordSqlResolver implements SqlResolver {
     }
     return undefined
   }
+}
+
+/**
+ * A column in the API's units: a scaled number (stored as integer units) is divided back, so
+ * `balance > 12.5` and sorts mean what the API shows. Division by a power of ten is correctly
+ * rounded on both engines, so `amount = 12.345` matches exactly what the JSON shows as 12.345.
+ */
+function columnSql(scope: Scope, field: FieldDef): RawBuilder<unknown> {
+  const column = sql.id(scope.alias, field.name)
+  if (!field.scale) return column
+  return sql`(CAST(${column} AS DOUBLE PRECISION) / ${sql.lit(field.scale)})`
 }
 
 function targetOf(field: FieldDef): CollectionDef {

@@ -34,7 +34,15 @@ export async function openTestDatabase(dialect: Dialect, rows: Rows): Promise<Te
       for (const field of collection.fields) {
         const kind = field.type === 'number' || field.type === 'bool' ? 0 : ''
         const value = row[field.name]
-        full[field.name] = typeof value === 'boolean' ? (value ? 1 : 0) : (value ?? kind)
+        // Fixtures speak the API's units; a scaled number is stored as integer units.
+        full[field.name] =
+          typeof value === 'boolean'
+            ? value
+              ? 1
+              : 0
+            : field.scale && typeof value === 'number'
+              ? Math.round(value * field.scale)
+              : (value ?? kind)
       }
       full.id = row.id
       await opened.db.insertInto(table).values(full).execute()
@@ -76,7 +84,8 @@ async function createSchema(db: TestDb) {
       .addColumn('id', 'text', (c) => c.primaryKey())
     for (const field of collection.fields) {
       if (field.type === 'number') {
-        builder = builder.addColumn(field.name, 'double precision', (c) => c.notNull().defaultTo(0))
+        const type = field.scale ? 'bigint' : 'double precision'
+        builder = builder.addColumn(field.name, type, (c) => c.notNull().defaultTo(0))
       } else if (field.type === 'bool') {
         builder = builder.addColumn(field.name, 'integer', (c) => c.notNull().defaultTo(0))
       } else {

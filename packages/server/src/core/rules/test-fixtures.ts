@@ -189,6 +189,7 @@ export const fixtureRows: Rows = {
   user_credit_txs: [
     { id: 't1', user: 'ua', type: 'credit_admin', amount: 100 },
     { id: 't2', user: 'ua', type: 'debit_inference_request', amount: -2, request: 'ra1' },
+    { id: 't3', user: 'ub', type: 'credit_inference_request', amount: 12.345, balance_after: 0.1 },
   ],
 }
 

@@ -1,45 +1,92 @@
 /**
- * @module Node choice for one request: among connected nodes that are active and serving the
- * model, those with a free slot, best reputation first, then the fastest measured speed, then the
- * least loaded.
+ * @module Node choice for one request, on facts the coordinator holds rather than a node's claims:
+ * among connected nodes that are active, serving the model, not benched and not owned by anyone
+ * whose node already tried this request, those with a free slot; best reputation first, then the
+ * speed the coordinator measured on their real jobs, then the least loaded. Nodes on probation get
+ * a small share of the traffic: they are chosen first only with probability `probationShare`
+ * (or when no verified node is free).
  */
 import type { Db } from '../../db/database.ts'
+import { nowDate } from '../../tools/dates.ts'
 import type { NodeHandle, NodeRegistry } from '../nodes/node-registry.ts'
 
 export interface NodeChoice {
   /** The best node with a free slot, or null. */
   node: NodeHandle | null
+  /** Its owner (attempts for one request go to different owners). */
+  owner: string
+  /** Its speed as the coordinator measured it (0: not measured yet). */
+  speed: number
   /** Whether any eligible node exists at all (busy ones included); if not, waiting is useless. */
   anyEligible: boolean
+}
+
+export interface PickOptions {
+  /** Nodes that already tried the request. */
+  excludeNodes: Set<string>
+  /** Owners whose node already failed the request. */
+  excludeOwners: Set<string>
+  /** Chance that a free probation node is preferred over verified ones. */
+  probationShare: number
+  random: () => number
+}
+
+interface Candidate {
+  session: NodeHandle
+  owner: string
+  reputation: number
+  speed: number
+  probation: boolean
 }
 
 export async function pickNode(
   db: Db,
   registry: NodeRegistry,
   modelId: string,
-  exclude: Set<string>,
+  options: PickOptions,
 ): Promise<NodeChoice> {
   const rows = await db
     .selectFrom('node_models as nm')
     .innerJoin('nodes as n', 'n.id', 'nm.node')
-    .select(['n.id as id', 'n.reputation_score as reputation', 'nm.tokens_per_second as tps'])
+    .select([
+      'n.id as id',
+      'n.user as owner',
+      'n.reputation_score as reputation',
+      'n.verification as verification',
+      'nm.measured_tokens_per_second as speed',
+    ])
     .where('nm.model', '=', modelId)
     .where('nm.is_serving', '=', 1)
     .where('n.is_active', '=', 1)
+    .where('n.benched_until', '<', nowDate())
     .execute()
   const eligible = rows
     .map((r) => ({
       session: registry.get(String(r.id)),
+      owner: String(r.owner),
       reputation: Number(r.reputation),
-      tps: Number(r.tps),
+      speed: Number(r.speed),
+      probation: r.verification === 'probation',
     }))
-    .filter((c): c is { session: NodeHandle; reputation: number; tps: number } =>
-      Boolean(c.session?.open && c.session.helloed && !exclude.has(c.session.nodeId)),
+    .filter(
+      (c): c is Candidate =>
+        Boolean(c.session?.open && c.session.helloed) &&
+        !options.excludeNodes.has(c.session!.nodeId) &&
+        !options.excludeOwners.has(c.owner),
     )
   const free = eligible.filter((c) => c.session.freeSlots > 0)
   free.sort(
     (a, b) =>
-      b.reputation - a.reputation || b.tps - a.tps || a.session.jobs.size - b.session.jobs.size,
+      b.reputation - a.reputation || b.speed - a.speed || a.session.jobs.size - b.session.jobs.size,
   )
-  return { node: free[0]?.session ?? null, anyEligible: eligible.length > 0 }
+  const established = free.filter((c) => !c.probation)
+  const onProbation = free.filter((c) => c.probation)
+  const preferProbation = onProbation.length > 0 && options.random() < options.probationShare
+  const choice = (preferProbation ? onProbation[0] : established[0]) ?? free[0]
+  return {
+    node: choice?.session ?? null,
+    owner: choice?.owner ?? '',
+    speed: choice?.speed ?? 0,
+    anyEligible: eligible.length > 0,
+  }
 }

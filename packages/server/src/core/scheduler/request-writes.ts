@@ -8,8 +8,14 @@ import { requireCollection } from '../collections/registry.ts'
 import { server as superuser } from '../records/caller.ts'
 import type { Row } from '../records/serialize.ts'
 import { nowDate } from '../../tools/dates.ts'
-import { failRequest, settleRequest, type Completion } from '../ledger/settlement.ts'
+import {
+  chargeDeletedRequest,
+  failRequest,
+  settleRequest,
+  type Completion,
+} from '../ledger/settlement.ts'
 import { emitBalance, emitById, emitStored } from './emit-stored.ts'
+import type { Work } from './work.ts'
 
 /** A `node_jobs` row (pending) for one offer; its id is the protocol's job_id. */
 export async function createJob(core: CoreApp, requestId: string, nodeId: string): Promise<string> {
@@ -56,11 +62,19 @@ export async function markProcessing(
   return loadRequestRow(core, requestId)
 }
 
-/** Settles (exactly once) and publishes the final request, balances, ledger rows, conversation, node. */
-export async function settleAndPublish(core: CoreApp, completion: Completion): Promise<void> {
+/**
+ * Settles (exactly once) and publishes the final request, balances, ledger rows, conversation,
+ * node. Answers 'settled', 'ended' (it had already ended: nothing changed) or 'deleted' (its row is
+ * gone: deleted with its conversation or account while the answer came in).
+ */
+export async function settleAndPublish(
+  core: CoreApp,
+  completion: Completion,
+): Promise<'settled' | 'ended' | 'deleted'> {
   const settled = await settleRequest(core.database.db, completion)
+  if (!settled && !(await loadRequestRow(core, completion.requestId))) return 'deleted'
   await emitById(core, 'requests', completion.requestId)
-  if (!settled) return
+  if (!settled) return 'ended'
   await emitBalance(core, settled.user)
   if (settled.nodeOwner !== settled.user) await emitBalance(core, settled.nodeOwner)
   await emitStored(
@@ -71,6 +85,29 @@ export async function settleAndPublish(core: CoreApp, completion: Completion): P
   )
   if (settled.conversation) await emitById(core, 'conversations', settled.conversation)
   await emitById(core, 'nodes', completion.nodeId)
+  return 'settled'
+}
+
+/** Charges the streamed part of a deleted request (at most once) and publishes the balances. */
+export async function chargeDeletedAndPublish(
+  core: CoreApp,
+  work: Work,
+  nodeId: string,
+  tokensOutput: number,
+): Promise<void> {
+  const charged = await chargeDeletedRequest(core.database.db, {
+    requestId: work.requestId,
+    user: work.user,
+    nodeId,
+    tokensInput: work.estimatedInput,
+    tokensOutput,
+    multiplierUnits: work.multiplierUnits,
+    reservedUnits: work.reservedUnits,
+  })
+  if (!charged) return
+  await emitBalance(core, charged.user)
+  await emitBalance(core, charged.nodeOwner)
+  await emitStored(core, 'user_credit_txs', { column: 'request', value: work.requestId }, 'create')
 }
 
 /** Fails a retryable request, releases its hold and publishes both. */

@@ -1,18 +1,22 @@
 /**
  * @module The scheduler: queued requests wait for a node with a free slot, go out as `node_jobs`
- * (pending -> acked -> completed/failed), stream back through coalesced realtime updates, and are
- * settled once. A job whose node drops, stalls or fails goes to another node with its partial
- * text discarded (the user sees one answer); when no node is left the request fails with
- * `can_retry` and its hold is released.
+ * (pending -> acked -> completed/failed), stream back through coalesced realtime updates, are
+ * metered by the coordinator (metering/answer-meter.ts) and settled once. A job whose node drops,
+ * stalls or fails goes to another owner's node with its partial text discarded (the user sees one
+ * answer); when no node is left the request fails with `can_retry` and its hold is released.
+ * Canaries run the same way on the one node they test, and end in verification, not settlement.
  */
 import type { CoreApp } from '../app.ts'
 import type { Row } from '../records/serialize.ts'
 import { requireCollection } from '../collections/registry.ts'
-import { penalizeNode } from '../ledger/settlement.ts'
-import type { NodeRegistry, RegistryListener } from '../nodes/node-registry.ts'
+import { AnswerMeter } from '../metering/answer-meter.ts'
+import type { FailureKind, NodeHealth } from '../nodes/node-health.ts'
+import type { NodeHandle, NodeRegistry, RegistryListener } from '../nodes/node-registry.ts'
 import { CoalescedPublisher } from './coalesced-publisher.ts'
-import { pickNode } from './pick-node.ts'
+import { pickNode, type NodeChoice } from './pick-node.ts'
+import { expectedJobSpeed, jobDeadlineMs } from './job-deadline.ts'
 import {
+  chargeDeletedAndPublish,
   createJob,
   loadRequestRow,
   failAndPublish,
@@ -21,6 +25,7 @@ import {
   settleAndPublish,
 } from './request-writes.ts'
 import {
+  ATTEMPT_ENDED,
   FULL_NODE_PAUSE_MS,
   MAX_OFFERS,
   NO_NODE_MESSAGE,
@@ -43,6 +48,7 @@ export class Scheduler implements RegistryListener {
   constructor(
     private core: CoreApp,
     private registry: NodeRegistry,
+    private health: NodeHealth,
     private options: SchedulerOptions,
   ) {
     registry.listener = this
@@ -55,9 +61,10 @@ export class Scheduler implements RegistryListener {
     const work: Work = {
       ...item,
       tried: new Set(),
+      triedOwners: new Set(),
       offers: 0,
+      queuedAt: Date.now(),
       job: null,
-      text: '',
       lastError: '',
       publisher: null,
       row: null,
@@ -90,7 +97,7 @@ export class Scheduler implements RegistryListener {
 
   onNodeGone(nodeId: string): void {
     for (const work of [...this.byJob.values()]) {
-      if (work.job?.nodeId === nodeId) this.reassign(work, 'The node went offline')
+      if (work.job?.nodeId === nodeId) this.reassign(work, ATTEMPT_ENDED.offline, 'dropped')
     }
     this.onCapacity()
   }
@@ -99,25 +106,73 @@ export class Scheduler implements RegistryListener {
     const work = this.byJob.get(frame.job_id)
     if (!work?.job || work.job.nodeId !== nodeId) return // a stale frame of a job given away
     const job = work.job
-    job.lastActivity = Date.now()
     switch (frame.type) {
       case 'job_accepted':
         job.acked = true
+        job.lastActivity = Date.now()
         return this.serial(work, () => this.markProcessing(work, job.id, nodeId))
       case 'job_chunk':
-        // An empty chunk changes nothing; publishing it would only delay the first real text.
+        job.meter.push(frame.text, frame.tokens)
+        // An empty chunk changes nothing: it neither keeps the job alive nor delays the first text.
         if (!frame.text) return
-        work.text += frame.text
+        job.lastActivity = Date.now()
         work.publisher?.touch()
         return
       case 'job_rejected':
         if (frame.reason === NO_SLOT_REASON) return this.retryLater(work, nodeId)
-        return this.reassign(work, frame.reason, false)
+        return this.reassign(work, ATTEMPT_ENDED.rejected, 'rejected', frame.reason)
       case 'job_failed':
-        return this.reassign(work, frame.error, false)
+        return this.reassign(work, ATTEMPT_ENDED.failed, 'failed', frame.error)
       case 'job_done':
         return this.complete(work, nodeId, frame)
     }
+  }
+
+  /**
+   * Takes a request off the network, queued or running (its node is told to stop), and fails it:
+   * its hold is released and nothing is charged. False when it is not this scheduler's.
+   */
+  abandon(requestId: string, message: string): boolean {
+    const work =
+      this.queue.find((w) => w.requestId === requestId) ??
+      [...this.byJob.values()].find((w) => w.requestId === requestId)
+    if (!work) return false
+    const queued = this.queue.indexOf(work)
+    if (queued >= 0) this.queue.splice(queued, 1)
+    const job = work.job
+    if (job) {
+      this.release(work)
+      this.registry.get(job.nodeId)?.send({ type: 'job_cancel', job_id: job.id })
+      this.serial(work, () => setJobStatus(this.core, job.id, 'cancelled'))
+    }
+    this.fail(work, message)
+    this.onCapacity()
+    return true
+  }
+
+  /**
+   * The request's rows are gone (its conversation or account was deleted; the deletion already
+   * ended it and released its hold): drop it from the queue, or cancel its job and charge the part
+   * its node had streamed. Every process hears the deletion; only the one running it acts.
+   */
+  onRequestDeleted(requestId: string): void {
+    const queued = this.queue.findIndex((w) => w.requestId === requestId)
+    if (queued >= 0) {
+      this.queue.splice(queued, 1)
+      this.checkIdle()
+      return
+    }
+    const work = [...this.byJob.values()].find((w) => w.requestId === requestId)
+    const job = work?.job
+    if (!work || !job) return
+    this.release(work)
+    this.registry.get(job.nodeId)?.send({ type: 'job_cancel', job_id: job.id })
+    // What the coordinator counted of the part streamed (no claim from the node: none came).
+    const tokensOutput = job.meter.finish(null).tokensOutput
+    if (tokensOutput > 0) {
+      this.serial(work, () => chargeDeletedAndPublish(this.core, work, job.nodeId, tokensOutput))
+    }
+    this.onCapacity()
   }
 
   /** Resolves when nothing is queued or running (tests, shutdown). */
@@ -143,17 +198,19 @@ export class Scheduler implements RegistryListener {
       do {
         this.pumpAgain = false
         for (const work of [...this.queue]) {
-          const choice = await pickNode(
-            this.core.database.db,
-            this.registry,
-            work.modelId,
-            work.tried,
-          )
+          const choice = await this.choose(work)
+          // Deleted (or otherwise taken out) while the choice was made.
+          const index = this.queue.indexOf(work)
+          if (index < 0) continue
           if (choice.node) {
-            this.queue.splice(this.queue.indexOf(work), 1)
-            await this.dispatch(work, choice.node.nodeId)
+            this.queue.splice(index, 1)
+            // One request's failure must not hold up the ones queued behind it.
+            await this.dispatch(work, choice).catch((err) => {
+              console.error('scheduler dispatch failed', err)
+              if (!work.job) this.fail(work, NO_NODE_MESSAGE)
+            })
           } else if (!choice.anyEligible) {
-            this.queue.splice(this.queue.indexOf(work), 1)
+            this.queue.splice(index, 1)
             this.fail(
               work,
               work.lastError ? `${NO_NODE_MESSAGE} (${work.lastError})` : NO_NODE_MESSAGE,
@@ -169,15 +226,54 @@ export class Scheduler implements RegistryListener {
     }
   }
 
-  private async dispatch(work: Work, nodeId: string): Promise<void> {
-    const session = this.registry.get(nodeId)!
-    const jobId = await createJob(this.core, work.requestId, nodeId)
+  /** A canary goes to its node only, while it waits for it; a request to the best node. */
+  private async choose(work: Work): Promise<NodeChoice> {
+    if (work.canary) {
+      const session = this.registry.get(work.canary.nodeId)
+      const waiting = Date.now() - work.queuedAt < this.options.canaryWaitMs
+      const up = Boolean(session?.open && session.helloed) && work.offers === 0 && waiting
+      const free = up && session!.freeSlots > 0
+      return { node: free ? session! : null, owner: '', speed: 0, anyEligible: up }
+    }
+    return pickNode(this.core.database.db, this.registry, work.modelId, {
+      excludeNodes: work.tried,
+      excludeOwners: work.triedOwners,
+      // A request that already failed once does not gamble on an unverified node again.
+      probationShare: work.triedOwners.size === 0 ? this.options.probationShare : 0,
+      random: this.options.random,
+    })
+  }
+
+  private async dispatch(work: Work, choice: NodeChoice): Promise<void> {
+    const session = choice.node!
+    const nodeId = session.nodeId
     // The stored row is the base of partial events: known before the first chunk can arrive.
     work.row ??= await loadRequestRow(this.core, work.requestId)
+    // Its rows are gone (deleted with its conversation): nothing to run, and nothing may block the
+    // requests queued behind it.
+    if (!work.row) return
+    const jobId = await createJob(this.core, work.requestId, nodeId).catch(async (err) => {
+      if (!(await loadRequestRow(this.core, work.requestId))) return null
+      throw err
+    })
+    if (!jobId) return
     work.tried.add(nodeId)
     work.offers++
-    work.job = { id: jobId, nodeId, acked: false, lastActivity: Date.now() }
-    work.text = ''
+    const deadline = this.options.deadline
+    const budget = { inputTokens: work.estimatedInput, outputTokens: work.maxTokens }
+    // Held to the speed the coordinator measured on the node's real jobs, never its own claim.
+    const speed = expectedJobSpeed(choice.speed, deadline)
+    const now = Date.now()
+    work.job = {
+      id: jobId,
+      nodeId,
+      owner: choice.owner,
+      acked: false,
+      acceptedAt: now,
+      lastActivity: now,
+      deadline: now + jobDeadlineMs(budget, speed, deadline),
+      meter: new AnswerMeter(work.maxTokens, work.meterRule),
+    }
     this.byJob.set(jobId, work)
     session.jobs.add(jobId)
     work.publisher = new CoalescedPublisher(this.options.streamIntervalMs, () =>
@@ -191,10 +287,11 @@ export class Scheduler implements RegistryListener {
       prompt: work.prompt,
       sampling: work.sampling,
     })
-    if (!sent) this.reassign(work, 'The node went offline')
+    if (!sent) this.reassign(work, ATTEMPT_ENDED.offline, 'dropped')
   }
 
   private async markProcessing(work: Work, jobId: string, nodeId: string) {
+    if (work.job?.id === jobId) work.job.acceptedAt = Date.now()
     await setJobStatus(this.core, jobId, 'acked')
     if (work.job?.id !== jobId) return
     const row = await markProcessing(this.core, work.requestId, nodeId)
@@ -210,28 +307,38 @@ export class Scheduler implements RegistryListener {
       ...work.row,
       status: 'processing',
       node: work.job.nodeId,
-      response: work.text,
+      response: work.job.meter.text,
       is_partial: 1,
     }
     this.core.events.emit({ action: 'update', collection: requireCollection('requests'), row })
   }
 
   private complete(work: Work, nodeId: string, frame: Extract<JobFrame, { type: 'job_done' }>) {
-    const jobId = frame.job_id
+    const job = work.job!
+    const elapsedMs = Date.now() - job.acceptedAt
+    // What is billed and stored is what the coordinator counted, cut at the output budget.
+    const answer = job.meter.finish(frame.tokens_output)
     // The whole answer reaches subscribers now; the completed record follows the settlement.
     this.publishPartial(work)
     this.release(work)
     this.serial(work, async () => {
-      await setJobStatus(this.core, jobId, 'completed')
-      await settleAndPublish(this.core, {
+      await setJobStatus(this.core, job.id, 'completed')
+      await this.health.success(nodeId, work.modelId, answer, frame.tokens_output, elapsedMs)
+      if (work.canary) return work.canary.done(answer, frame.processing_time_ms)
+      const tokensOutput = answer.tokensOutput
+      const outcome = await settleAndPublish(this.core, {
         requestId: work.requestId,
         nodeId,
-        response: work.text,
-        // Input is the estimate the hold was sized from; output is capped by the hold.
+        response: answer.text,
+        // Input as counted when the hold was sized; output as the coordinator counted it.
         tokensInput: work.estimatedInput,
-        tokensOutput: Math.min(frame.tokens_output, work.maxTokens),
+        tokensOutput,
         processingTimeMs: frame.processing_time_ms,
       })
+      // Deleted while its answer was being settled: the deletion released the hold, so the answer
+      // the user saw is charged like any deleted request's streamed part.
+      if (outcome === 'deleted')
+        await chargeDeletedAndPublish(this.core, work, nodeId, tokensOutput)
     })
     this.onCapacity()
   }
@@ -243,22 +350,30 @@ export class Scheduler implements RegistryListener {
   private retryLater(work: Work, nodeId: string) {
     const session = this.registry.get(nodeId)
     if (session) session.fullUntil = Date.now() + FULL_NODE_PAUSE_MS
-    this.reassign(work, NO_SLOT_REASON, false)
+    const owner = work.job?.owner ?? ''
+    this.reassign(work, ATTEMPT_ENDED.full, null)
     work.tried.delete(nodeId)
+    work.triedOwners.delete(owner)
+    if (work.canary) work.offers = 0
     setTimeout(() => this.onCapacity(), FULL_NODE_PAUSE_MS + 10).unref()
   }
 
-  /** Takes the job away from its node and queues the request again, at the front. */
-  private reassign(work: Work, reason: string, penalize = true) {
+  /**
+   * Takes the job away from its node and queues the request again, at the front. `reason` is the
+   * coordinator's own (users may see it); `failure` is held against the node (null: no fault, as
+   * for a full node), with the node's own words for its owner.
+   */
+  private reassign(work: Work, reason: string, failure: FailureKind | null, nodeText = '') {
     const job = work.job
     if (!job) return
     this.release(work)
     work.lastError = reason
+    work.triedOwners.add(job.owner)
     const session = this.registry.get(job.nodeId)
     session?.send({ type: 'job_cancel', job_id: job.id })
     this.serial(work, async () => {
       await setJobStatus(this.core, job.id, 'failed')
-      if (penalize) await penalizeNode(this.core.database.db, job.nodeId)
+      if (failure) await this.health.failure(job.nodeId, failure, nodeText)
       if (work.row) {
         // Discard the partial text: the next node's answer replaces it.
         this.core.events.emit({
@@ -268,6 +383,7 @@ export class Scheduler implements RegistryListener {
         })
       }
     })
+    if (work.canary && failure) return this.fail(work, `${NO_NODE_MESSAGE} (${reason})`)
     if (work.tried.size >= this.options.maxAttempts || work.offers >= MAX_OFFERS) {
       this.fail(work, `${NO_NODE_MESSAGE} (${reason})`)
       return
@@ -286,7 +402,10 @@ export class Scheduler implements RegistryListener {
   }
 
   private fail(work: Work, message: string) {
-    this.serial(work, () => failAndPublish(this.core, work.requestId, work.user, message))
+    this.serial(work, async () => {
+      await failAndPublish(this.core, work.requestId, work.user, message)
+      await work.canary?.done(null, 0)
+    })
   }
 
   private checkStalls() {
@@ -295,7 +414,8 @@ export class Scheduler implements RegistryListener {
       const job = work.job
       if (!job) continue
       const limit = job.acked ? this.options.stallMs : this.options.offerTimeoutMs
-      if (now - job.lastActivity > limit) this.reassign(work, 'The node stopped responding')
+      if (now - job.lastActivity > limit) this.reassign(work, ATTEMPT_ENDED.stalled, 'stalled')
+      else if (now > job.deadline) this.reassign(work, ATTEMPT_ENDED.slow, 'stalled')
     }
   }
 

@@ -3,8 +3,10 @@
  * item) and what it keeps about it while it runs.
  */
 import type { JobOfferFrame, NodeToServerFrame } from '@meshwork/protocol'
+import type { AnswerMeter, MeteredAnswer, MeterRule } from '../metering/answer-meter.ts'
 import type { Row } from '../records/serialize.ts'
 import type { CoalescedPublisher } from './coalesced-publisher.ts'
+import { defaultDeadlineOptions, type DeadlineOptions } from './job-deadline.ts'
 
 export interface SchedulerOptions {
   /** Minimum time between two partial-response publishes of one request (~20/s). */
@@ -15,6 +17,13 @@ export interface SchedulerOptions {
   offerTimeoutMs: number
   /** Nodes tried per request before it fails. */
   maxAttempts: number
+  /** A job's overall deadline (job-deadline.ts): the floor speed and the grace. */
+  deadline: DeadlineOptions
+  /** Share of requests offered first to a free node on probation (new, not yet verified). */
+  probationShare: number
+  /** How long a canary waits for its node to have a free slot before it is dropped. */
+  canaryWaitMs: number
+  random: () => number
 }
 
 export const defaultSchedulerOptions: SchedulerOptions = {
@@ -22,6 +31,10 @@ export const defaultSchedulerOptions: SchedulerOptions = {
   stallMs: 30_000,
   offerTimeoutMs: 10_000,
   maxAttempts: 3,
+  deadline: defaultDeadlineOptions,
+  probationShare: 0.1,
+  canaryWaitMs: 60_000,
+  random: Math.random,
 }
 
 /** The agent's reason for an offer beyond its free slots (REJECT_NO_SLOT in @meshwork/node). */
@@ -32,23 +45,69 @@ export const FULL_NODE_PAUSE_MS = 250
 export const NO_NODE_MESSAGE =
   'No node is available to process this request. Please try again later.'
 
+/**
+ * Why a node's attempt ended, in the coordinator's own words: users see these (in brackets after
+ * NO_NODE_MESSAGE), never a node's text, which goes to the node's owner only.
+ */
+export const ATTEMPT_ENDED = {
+  offline: 'The node went offline',
+  stalled: 'The node stopped responding',
+  slow: 'The node took too long',
+  failed: 'The node could not run the request',
+  rejected: 'The node turned the request down',
+  full: NO_SLOT_REASON,
+} as const
+
+/**
+ * A canary (verification/canaries.ts): offered to one node only, never to another, paid by nobody;
+ * its answer goes to `done` instead of the settlement.
+ */
+export interface CanaryTarget {
+  nodeId: string
+  /** The answer as metered, when the node finished; null when the attempt ended otherwise. */
+  done(answer: MeteredAnswer | null, processingTimeMs: number): Promise<void>
+}
+
 /** What the scheduler needs to run one request. */
 export interface WorkItem {
   requestId: string
   user: string
   modelId: string
+  /** Input tokens as counted (the hold was sized from them). */
   estimatedInput: number
   maxTokens: number
+  /** The model's multiplier and the request's hold, in credit units (what a deleted request's
+   * streamed part may be charged). */
+  multiplierUnits: number
+  reservedUnits: number
   prompt: JobOfferFrame['prompt']
   sampling: JobOfferFrame['sampling']
+  /** How this model's answers are metered. */
+  meterRule: MeterRule
+  canary?: CanaryTarget
+}
+
+export interface Job {
+  id: string
+  nodeId: string
+  owner: string
+  acked: boolean
+  acceptedAt: number
+  /** Last frame that moved the job on (accepted, text); empty chunks do not count. */
+  lastActivity: number
+  /** Date.now() past which the job is taken from its node, whatever it sends. */
+  deadline: number
+  meter: AnswerMeter
 }
 
 export interface Work extends WorkItem {
   tried: Set<string>
+  /** Owners whose node failed this request: the next attempt goes to someone else's node. */
+  triedOwners: Set<string>
   /** Offers made, rejections for a full node included. */
   offers: number
-  job: { id: string; nodeId: string; acked: boolean; lastActivity: number } | null
-  text: string
+  queuedAt: number
+  job: Job | null
   lastError: string
   publisher: CoalescedPublisher | null
   row: Row | null

@@ -1,5 +1,23 @@
+import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { compareValues, commonKind, hasUnescapedPercent, likeMatch, likePattern } from './values.ts'
+import { FilterError } from './filter-error.ts'
+import { compareValues, commonKind, hasUnescapedPercent, isNumericText, likeMatch, likePattern } from './values.ts'
+
+/** The regular-expression LIKE that likeMatch replaced (exponential on many `%`): the reference. */
+function regexLike(value: string, pattern: string): boolean {
+  const lower = (s: string) => s.replace(/[A-Z]/g, (c) => c.toLowerCase())
+  const escape = (ch: string) => (/[\\^$.*+?()[\]{}|/]/.test(ch) ? `\\${ch}` : ch)
+  let regex = ''
+  const chars = Array.from(lower(pattern))
+  for (let i = 0; i < chars.length; i++) {
+    const ch = chars[i]
+    if (ch === '\\' && i + 1 < chars.length) regex += escape(chars[++i])
+    else if (ch === '%') regex += '.*'
+    else if (ch === '_') regex += '.'
+    else regex += escape(ch)
+  }
+  return new RegExp(`^${regex}$`, 'su').test(lower(value))
+}
 
 describe('like patterns', () => {
   it('wraps plain literals as "contains", escaping LIKE wildcards', () => {
@@ -29,6 +47,39 @@ describe('like patterns', () => {
     expect(likeMatch('😀x', '_x')).toBe(true)
     expect(likeMatch('É', 'é')).toBe(false)
     expect(likeMatch('a.b(c', '%.b(%')).toBe(true)
+  })
+
+  it('answers as the regular expression did, for any value and pattern', () => {
+    const text = (chars: string[]) => fc.array(fc.constantFrom(...chars), { maxLength: 12 }).map((a) => a.join(''))
+    const alphabet = ['a', 'b', 'A', '.', '\n', '😀', '\\', '%', '_']
+    fc.assert(
+      fc.property(text(alphabet), text(alphabet), (value, pattern) => {
+        expect(likeMatch(value, pattern)).toBe(regexLike(value, pattern))
+      }),
+      { numRuns: 5000 },
+    )
+  })
+
+  it('decides patterns with many wildcards without backtracking, and gives up on costly ones', () => {
+    const long = 'a'.repeat(32_000)
+    // Exponential for the regular expression; one pass here.
+    expect(likeMatch(long, `%${'a%'.repeat(100)}b`)).toBe(false)
+    expect(likeMatch(`${long}b`, `%${'a%'.repeat(100)}b`)).toBe(true)
+    // 32,000 places x 200 comparisons each is over the budget: an error, not a held event loop.
+    expect(() => likeMatch(long, `%${'a_'.repeat(100)}b%`)).toThrow(FilterError)
+  })
+})
+
+describe('numeric text', () => {
+  it('is recognised as before', () => {
+    for (const yes of ['5', ' -5 ', '1.', '.5', '1.5e3', '2E-2', '007']) expect(isNumericText(yes), yes).toBe(true)
+    for (const no of ['', '-', '.', '1..2', '1e', 'e5', '1.5.5', '0x10', '1 2']) expect(isNumericText(no), no).toBe(false)
+  })
+
+  it('answers as the old pattern did, for any text', () => {
+    const old = /^\s*-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$/
+    const text = fc.array(fc.constantFrom('1', '0', '.', '-', '+', 'e', 'E', ' ', 'x'), { maxLength: 10 }).map((a) => a.join(''))
+    fc.assert(fc.property(text, (t) => isNumericText(t) === old.test(t)), { numRuns: 5000 })
   })
 })
 

@@ -3,6 +3,7 @@
  * evaluator so both give the same answer: how mixed kinds are coerced, how `''` equals NULL, how
  * `~` builds its LIKE pattern.
  */
+import { invalidFilter } from './filter-error.ts'
 import type { Operator } from './lexer.ts'
 
 /** `bool` values are 0/1 numbers, as stored. */
@@ -27,7 +28,9 @@ export function isAnyOperator(op: Operator): boolean {
   return op.startsWith('?')
 }
 
-const numericText = /^\s*-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$/
+// The digits before and after the dot are separated by it, so the engine never has two ways to
+// split a run of digits (`\d+\.?\d*` had n of them, and took a second on 30,000 digits).
+const numericText = /^\s*-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?\s*$/
 
 export function isNumericText(value: string): boolean {
   return numericText.test(value)
@@ -157,20 +160,105 @@ function fixTrailingEscape(pattern: string): string {
 
 export const asciiLower = (s: string) => s.replace(/[A-Z]/g, (c) => c.toLowerCase())
 
-/** LIKE with escape `\`, ASCII case-insensitive (SQLite's LIKE). */
-export function likeMatch(value: string, pattern: string): boolean {
-  let regex = ''
-  const chars = Array.from(asciiLower(pattern))
-  for (let i = 0; i < chars.length; i++) {
-    const ch = chars[i]
-    if (ch === '\\' && i + 1 < chars.length) regex += escapeRegex(chars[++i])
-    else if (ch === '%') regex += '.*'
-    else if (ch === '_') regex += '.'
-    else regex += escapeRegex(ch)
-  }
-  return new RegExp(`^${regex}$`, 'su').test(asciiLower(value))
+/** Work (characters read or compared) one in-memory LIKE may do before it gives up: a few ms. */
+export const LIKE_MATCH_BUDGET = 250_000
+
+/** Work left to LIKE evaluations; one budget is shared by every row of an SQL statement. */
+export interface LikeBudget {
+  left: number
 }
 
-function escapeRegex(ch: string): string {
-  return /[\\^$.*+?()[\]{}|/]/.test(ch) ? `\\${ch}` : ch
+function charge(budget: LikeBudget, work: number) {
+  budget.left -= work
+  if (budget.left < 0) throw invalidFilter('a "~" pattern is too costly to match')
+}
+
+/**
+ * LIKE with escape `\` (or `escape`; none when null), ASCII case-insensitive (SQLite's LIKE), `_`
+ * one code point. The pattern is split at `%` into segments that must appear in order: the first
+ * at the start, the last at the end, each middle one at its leftmost place (which never loses a
+ * match). No backtracking (a regular expression with many `.*` took exponential time): without
+ * `_` the segments are found by the engine's string search, with `_` by comparing at each place,
+ * O(value x pattern) at worst. Every call charges `budget` for the text it reads and compares;
+ * past it a FilterError is thrown, so the caller refuses the filter (or treats it as not holding)
+ * rather than holding the event loop.
+ */
+export function likeMatch(
+  value: string,
+  pattern: string,
+  budget: LikeBudget = { left: LIKE_MATCH_BUDGET },
+  escape: string | null = '\\',
+): boolean {
+  charge(budget, value.length + pattern.length)
+  const segments = parsedPattern(pattern, escape)
+  const text = asciiLower(value)
+  return segments.some((s) => typeof s !== 'string') ? matchCodePoints(text, segments, budget) : matchStrings(text, segments as string[])
+}
+
+const ANY = -1
+// One SQL statement matches every row against the same pattern: parse it once.
+let lastParsed = { pattern: '', escape: null as string | null, segments: [''] as Segment[] }
+
+function parsedPattern(pattern: string, escape: string | null): Segment[] {
+  if (lastParsed.pattern !== pattern || lastParsed.escape !== escape) {
+    lastParsed = { pattern, escape, segments: likeSegments(asciiLower(pattern), escape) }
+  }
+  return lastParsed.segments
+}
+
+/** A segment: its text when it has no `_`, else its code points with ANY for `_`. */
+type Segment = string | number[]
+
+function likeSegments(pattern: string, escape: string | null): Segment[] {
+  const chars = Array.from(pattern)
+  const segments: Array<{ points: number[]; any: boolean }> = [{ points: [], any: false }]
+  for (let i = 0; i < chars.length; i++) {
+    const ch = chars[i]
+    const current = segments[segments.length - 1]
+    if (ch === escape && i + 1 < chars.length) current.points.push(chars[++i].codePointAt(0)!)
+    else if (ch === '%') segments.push({ points: [], any: false })
+    else if (ch === '_') {
+      current.points.push(ANY)
+      current.any = true
+    } else current.points.push(ch.codePointAt(0)!)
+  }
+  return segments.map((s) => (s.any ? s.points : String.fromCodePoint(...s.points)))
+}
+
+function matchStrings(text: string, segments: string[]): boolean {
+  const first = segments[0]
+  if (segments.length === 1) return text === first
+  const last = segments[segments.length - 1]
+  const end = text.length - last.length
+  if (end < first.length || !text.startsWith(first) || !text.endsWith(last)) return false
+  let cursor = first.length
+  for (let i = 1; i < segments.length - 1; i++) {
+    const at = text.indexOf(segments[i], cursor)
+    if (at === -1 || at + segments[i].length > end) return false
+    cursor = at + segments[i].length
+  }
+  return true
+}
+
+function matchCodePoints(value: string, segments: Segment[], budget: LikeBudget): boolean {
+  const text = Array.from(value, (ch) => ch.codePointAt(0)!)
+  const points = segments.map((s) => (typeof s === 'string' ? Array.from(s, (ch) => ch.codePointAt(0)!) : s))
+  const matchesAt = (segment: number[], at: number): boolean => {
+    charge(budget, segment.length + 1)
+    for (let k = 0; k < segment.length; k++) if (segment[k] !== ANY && segment[k] !== text[at + k]) return false
+    return true
+  }
+  const first = points[0]
+  if (points.length === 1) return first.length === text.length && matchesAt(first, 0)
+  const last = points[points.length - 1]
+  const end = text.length - last.length
+  if (end < first.length || !matchesAt(first, 0) || !matchesAt(last, end)) return false
+  let cursor = first.length
+  for (const segment of points.slice(1, -1)) {
+    let at = cursor
+    while (at + segment.length <= end && !matchesAt(segment, at)) at++
+    if (at + segment.length > end) return false
+    cursor = at + segment.length
+  }
+  return true
 }

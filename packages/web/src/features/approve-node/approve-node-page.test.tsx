@@ -51,14 +51,20 @@ describe('ApproveNodePage', () => {
   const reply = (status: number, body: unknown) =>
     new Response(JSON.stringify(body), { status, headers: { 'Content-Type': 'application/json' } })
 
-  it('approve posts the state token and user info, then goes to /nodes', async () => {
+  it('shows the device name from the flow, not the URL; approve posts the state token and user info, then goes to /nodes', async () => {
     signIn()
-    const fetchMock = vi.spyOn(globalThis, 'fetch').mockResolvedValue(reply(200, { status: 'ok' }))
-    renderAt('/auth/approve-node?token=tok1&device=studio')
+    const fetchMock = vi.spyOn(globalThis, 'fetch').mockImplementation(async (url) =>
+      String(url).endsWith('/api/auth/flow-info')
+        ? reply(200, { device_name: 'studio', expires_at: '2100-01-01T00:00:00.000Z' })
+        : reply(200, { status: 'ok' }),
+    )
+    renderAt('/auth/approve-node?token=tok1&device=Your%20bank%20(official)')
     expect(await screen.findByText('studio')).toBeTruthy()
+    expect(screen.queryByText('Your bank (official)')).toBeNull()
+    expect(JSON.parse(String(fetchMock.mock.calls[0][1]?.body))).toEqual({ state_token: 'tok1' })
     fireEvent.click(screen.getByRole('button', { name: 'Approve Connection' }))
     expect(await screen.findByText('nodes screen')).toBeTruthy()
-    const [url, init] = fetchMock.mock.calls[0]
+    const [url, init] = fetchMock.mock.calls[1]
     expect(String(url)).toMatch(/\/api\/auth\/complete-flow$/)
     expect(JSON.parse(String(init?.body))).toEqual({
       state_token: 'tok1',
@@ -71,8 +77,10 @@ describe('ApproveNodePage', () => {
     vi.spyOn(console, 'warn').mockImplementation(() => {})
     const fetchMock = vi
       .spyOn(globalThis, 'fetch')
+      .mockResolvedValueOnce(reply(400, { message: 'Invalid or expired authorization token.' }))
       .mockResolvedValueOnce(reply(400, { message: 'expired' }))
-    renderAt('/auth/approve-node?token=tok2')
+    // A flow the coordinator cannot describe: the spec's default label, whatever the URL says.
+    renderAt('/auth/approve-node?token=tok2&device=studio')
     expect(await screen.findByText('Unknown Device')).toBeTruthy()
     fireEvent.click(screen.getByRole('button', { name: 'Approve Connection' }))
     expect((await screen.findByRole('alert')).textContent).toBe(
@@ -81,7 +89,7 @@ describe('ApproveNodePage', () => {
     fetchMock.mockResolvedValueOnce(reply(200, {}))
     fireEvent.click(screen.getByRole('button', { name: 'Deny' }))
     expect(await screen.findByText('Connection denied. You can close this window.')).toBeTruthy()
-    expect(JSON.parse(String(fetchMock.mock.calls[1][1]?.body))).toEqual({
+    expect(JSON.parse(String(fetchMock.mock.calls[2][1]?.body))).toEqual({
       state_token: 'tok2',
       status: 'failed',
       error: 'User denied authorization',

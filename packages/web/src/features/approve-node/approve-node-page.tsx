@@ -5,7 +5,7 @@ import { Button } from '../../components/button.tsx'
 import { Spinner } from '../../components/spinner.tsx'
 import { useAuth } from '../../context/auth-context.tsx'
 import { loginUrlWithReturn } from '../../lib/return-url.ts'
-import { useApproveNode, useDenyNode } from './approve-node-api.ts'
+import { useApproveNode, useDenyNode, useFlowDevice } from './approve-node-api.ts'
 import {
   APPROVE_FAILED,
   DEFAULT_DEVICE,
@@ -19,8 +19,10 @@ import { ApproveCard, NodeGrant } from './components/approve-card.tsx'
 export default function ApproveNodePage() {
   const [params] = useSearchParams()
   const token = params.get('token') ?? ''
-  const device = params.get('device') || DEFAULT_DEVICE
   const { status, user } = useAuth()
+  const flow = useFlowDevice(token, status === 'signed-in')
+  // From the coordinator's record of the flow; the URL's `device` parameter is never shown.
+  const device = flow.data?.device_name || DEFAULT_DEVICE
   const location = useLocation()
   const navigate = useNavigate()
   const approve = useApproveNode()
@@ -48,7 +50,7 @@ export default function ApproveNodePage() {
       </ApproveCard>
     )
   }
-  if (status !== 'signed-in' || !user)
+  if (status !== 'signed-in' || !user || flow.isPending)
     return <Spinner label="Checking authentication..." className="min-h-[60vh]" />
   if (denied) {
     return (

@@ -1,5 +1,6 @@
 import { QueryClient, QueryClientProvider } from '@tanstack/react-query'
 import { cleanup, fireEvent, render, screen } from '@testing-library/react'
+import { ClientResponseError } from 'pocketbase'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createMemoryRouter, RouterProvider } from 'react-router'
 import { AuthProvider } from '../../context/auth-context.tsx'
@@ -45,17 +46,24 @@ describe('login flow', () => {
       return {}
     })
     vi.spyOn(pb, 'collection').mockReturnValue({ authWithPassword: auth } as never)
-    const router = renderAt(`/login?return=${encodeURIComponent('http://x/auth/approve-node?token=t1')}`)
+    const router = renderAt(
+      `/login?return=${encodeURIComponent('http://x/auth/approve-node?token=t1')}`,
+    )
     fill('a@b.co', 'secret')
     fireEvent.click(screen.getByRole('button', { name: 'Sign in' }))
     expect(await screen.findByText('landed')).toBeTruthy()
     expect(auth).toHaveBeenCalledWith('a@b.co', 'secret')
-    expect(router.state.location.pathname + router.state.location.search).toBe('/auth/approve-node?token=t1')
+    expect(router.state.location.pathname + router.state.location.search).toBe(
+      '/auth/approve-node?token=t1',
+    )
   })
 
   it('shows the server message when sign-in fails, else Login failed', async () => {
     vi.spyOn(pb, 'collection').mockReturnValue({
-      authWithPassword: vi.fn().mockRejectedValueOnce({ response: { message: 'Failed to authenticate.' } }).mockRejectedValueOnce({}),
+      authWithPassword: vi
+        .fn()
+        .mockRejectedValueOnce({ response: { message: 'Failed to authenticate.' } })
+        .mockRejectedValueOnce({}),
     } as never)
     renderAt('/login')
     fill('a@b.co', 'bad')
@@ -91,5 +99,47 @@ describe('login flow', () => {
     fill('new@b.co', 'pw12345678')
     fireEvent.click(screen.getByRole('button', { name: 'Create account' }))
     expect(await screen.findByText('Registration failed')).toBeTruthy()
+  })
+
+  it("shows the server's reasons instead of 'Failed to create record.'", async () => {
+    vi.spyOn(pb, 'collection').mockReturnValue({
+      create: vi.fn().mockRejectedValue(
+        new ClientResponseError({
+          status: 400,
+          response: {
+            message: 'Failed to create record.',
+            data: {
+              password: {
+                code: 'validation_min_text_constraint',
+                message: 'Must be at least 8 character(s).',
+              },
+            },
+          },
+        }),
+      ),
+    } as never)
+    renderAt('/login')
+    fireEvent.click(screen.getByRole('button', { name: "Don't have an account? Create one" }))
+    fill('new@b.co', 'short')
+    fireEvent.click(screen.getByRole('button', { name: 'Create account' }))
+    expect((await screen.findByRole('alert')).textContent).toBe(
+      'Password: Must be at least 8 character(s).',
+    )
+  })
+
+  it('says the server cannot be reached when it cannot', async () => {
+    vi.spyOn(pb, 'collection').mockReturnValue({
+      authWithPassword: vi
+        .fn()
+        .mockRejectedValue(
+          new ClientResponseError({ status: 0, originalError: new TypeError('Failed to fetch') }),
+        ),
+    } as never)
+    renderAt('/login')
+    fill('a@b.co', 'secret123')
+    fireEvent.click(screen.getByRole('button', { name: 'Sign in' }))
+    expect((await screen.findByRole('alert')).textContent).toBe(
+      'Cannot reach the Meshwork server. Check your connection and try again.',
+    )
   })
 })

@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest'
-import { AUTO_SCROLL_THRESHOLD_PX, distanceFromBottom, isManualScrollKey, shouldFollow } from './auto-scroll.ts'
+import {
+  AUTO_SCROLL_THRESHOLD_PX,
+  distanceFromBottom,
+  isManualScrollKey,
+  shouldFollow,
+} from './auto-scroll.ts'
 
 describe('auto-scroll rules', () => {
   it('measures the distance from the bottom', () => {

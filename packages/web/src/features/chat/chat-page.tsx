@@ -1,21 +1,11 @@
-import { useQueryClient } from '@tanstack/react-query'
 import { PanelLeft } from 'lucide-react'
-import { useCallback, useEffect, useMemo, useState } from 'react'
+import { useCallback, useEffect, useMemo, useRef, useState } from 'react'
 import { Navigate, useSearchParams } from 'react-router'
 import { Spinner } from '../../components/spinner.tsx'
 import { useAuth } from '../../context/auth-context.tsx'
 import { useBalance } from '../../hooks/use-balance.ts'
 import { useStoredFlag } from '../../hooks/use-stored-flag.ts'
-import { sendChat } from '../../lib/api.ts'
-import { errorMessage } from '../../lib/api-error.ts'
-import {
-  chatKeys,
-  useAvailableModels,
-  useConversationHistory,
-  useConversationMutations,
-  useConversations,
-  useDefaultTemperature,
-} from './chat-api.ts'
+import { isTerminal } from './chat-types.ts'
 import { ChatFooter } from './components/chat-footer.tsx'
 import { ChatHeader } from './components/chat-header.tsx'
 import { ChatWelcome } from './components/chat-welcome.tsx'
@@ -23,31 +13,64 @@ import { Composer } from './components/composer.tsx'
 import { ConversationSidebar } from './components/conversation-sidebar.tsx'
 import { MessageList } from './components/message-list.tsx'
 import { ModelUnavailableBanner } from './components/model-unavailable-banner.tsx'
+import {
+  useAnyNodeOnline,
+  useAvailableModels,
+  useConversationMutations,
+  useConversations,
+  useDefaultTemperature,
+  useModelSizes,
+} from './conversations-api.ts'
+import { historyRecords, useConversationHistory } from './history-api.ts'
 import { useAutoScroll } from './use-auto-scroll.ts'
 import { useChatItems } from './use-chat-items.ts'
+import { useChatLive } from './use-chat-live.ts'
+import { useQuote } from './use-quote.ts'
+import { useSendMessage } from './use-send-message.ts'
 
 const SMALL_SCREEN_PX = 768
+const NO_CONVERSATIONS: never[] = []
+const POLL_WITHOUT_REALTIME_MS = 1_500
 
 /** The Chat screen (spec §2): sidebar, header, messages, composer, footer. */
 export default function ChatPage() {
   const { status } = useAuth()
-  const queryClient = useQueryClient()
   const [searchParams, setSearchParams] = useSearchParams()
   const conversationId = searchParams.get('c')
   const [sidebarOpen, setSidebarOpen] = useState(() => window.innerWidth >= SMALL_SCREEN_PX)
   const [draft, setDraft] = useState('')
-  const [sending, setSending] = useState(false)
   const [modelId, setModelId] = useState<string | null>(null)
   const defaultTemperature = useDefaultTemperature()
-  const [temperature, setTemperature] = useState<number | null>(null)
+  // The temperature a conversation created from here starts with.
+  const [newChatTemperature, setNewChatTemperature] = useState<number | null>(null)
   const [showCosts, setShowCosts] = useStoredFlag('showCosts', true)
 
   const conversations = useConversations()
   const models = useAvailableModels()
-  const history = useConversationHistory(conversationId)
   const balance = useBalance()
   const { create, update, remove } = useConversationMutations()
-  const { items, add, patch } = useChatItems(conversationId, history.data)
+
+  const select = useCallback(
+    (id: string | null) => {
+      setSearchParams(id ? { c: id } : {})
+      if (window.innerWidth < SMALL_SCREEN_PX) setSidebarOpen(false)
+    },
+    [setSearchParams],
+  )
+  const live = useChatLive(conversationId, { onConversationGone: () => select(null) })
+  const [polling, setPolling] = useState(false)
+  const history = useConversationHistory(conversationId, polling ? POLL_WITHOUT_REALTIME_MS : false)
+  const records = useMemo(() => historyRecords(history.data), [history.data])
+  // Without realtime, the open conversation is read again while an answer is still coming.
+  useEffect(
+    () => setPolling(live === 'down' && records.some((r) => !isTerminal(r.status))),
+    [live, records],
+  )
+
+  const { items, add, patch } = useChatItems(conversationId, records)
+  const empty = items.length === 0
+  // Model sizes are shown in the picker, which shows only while the conversation is empty.
+  const sizes = useModelSizes(empty && !history.isLoading)
   const listMounted = items.length > 0 && !history.isLoading
   const { containerRef, contentRef, follow } = useAutoScroll<HTMLDivElement, HTMLDivElement>(
     listMounted ? conversationId : null,
@@ -57,82 +80,80 @@ export default function ChatPage() {
     () => conversations.data?.find((c) => c.id === conversationId) ?? null,
     [conversations.data, conversationId],
   )
-  const modelList = useMemo(() => models.data ?? [], [models.data])
+  const modelList = useMemo(
+    () => (models.data ?? []).map((m) => ({ ...m, sizeBytes: sizes.data?.get(m.id) })),
+    [models.data, sizes.data],
+  )
   const selectedModel = modelList.find((m) => m.id === modelId) ?? null
+  const onlineNodes = useAnyNodeOnline(!!selectedModel && !selectedModel.isAvailable)
+  const temperature = conversation?.temperature ?? newChatTemperature ?? defaultTemperature
 
   // The conversation's saved model is adopted; otherwise the first model is the default.
   useEffect(() => {
-    if (conversation?.model && modelList.some((m) => m.id === conversation.model)) setModelId(conversation.model)
+    if (conversation?.model && modelList.some((m) => m.id === conversation.model))
+      setModelId(conversation.model)
     else if (!modelId && modelList.length > 0) setModelId(modelList[0].id)
   }, [conversation?.model, modelList, modelId])
 
   // A new conversation turns following back on.
   useEffect(() => follow(), [conversationId, follow])
 
-  const onSettled = useCallback(() => {
-    if (conversationId) void queryClient.invalidateQueries({ queryKey: chatKeys.history(conversationId) })
-    void queryClient.invalidateQueries({ queryKey: ['conversations'] })
-    void queryClient.invalidateQueries({ queryKey: ['user_balances'] })
-  }, [conversationId, queryClient])
+  const knownRef = useRef(records)
+  knownRef.current = records
+  const knownIds = useCallback(() => new Set(knownRef.current.map((r) => r.id)), [])
+  const { send, regenerate, sending } = useSendMessage({
+    conversationId,
+    model: selectedModel,
+    temperature,
+    knownIds,
+    add,
+    patch,
+    follow,
+  })
+  const quote = useQuote(draft, conversationId, selectedModel?.id)
+  const { fetchNextPage } = history
+  const loadOlder = useCallback(() => void fetchNextPage(), [fetchNextPage])
+
+  // Stable callbacks, so the memoised sidebar skips the renders a streamed answer causes.
+  const creating = create.isPending
+  const { mutate: createConversation } = create
+  const { mutate: updateConversation } = update
+  const { mutate: removeConversation } = remove
+  const newChat = useCallback(() => {
+    if (creating || !selectedModel) return
+    createConversation({ model: selectedModel.id, temperature }, { onSuccess: (c) => select(c.id) })
+  }, [creating, selectedModel, temperature, createConversation, select])
+  const rename = useCallback(
+    (id: string, title: string) => updateConversation({ id, title }),
+    [updateConversation],
+  )
+  const deleteConversation = useCallback(
+    (id: string) =>
+      removeConversation(id, { onSuccess: () => id === conversationId && select(null) }),
+    [removeConversation, conversationId, select],
+  )
+  const closeSidebar = useCallback(() => setSidebarOpen(false), [])
 
   if (status === 'signed-out') return <Navigate to="/login" replace />
 
-  const closeOnSmallScreen = () => {
-    if (window.innerWidth < SMALL_SCREEN_PX) setSidebarOpen(false)
-  }
-  const select = (id: string | null) => {
-    setSearchParams(id ? { c: id } : {})
-    closeOnSmallScreen()
-  }
-  const newChat = () => {
-    if (create.isPending || !selectedModel) return
-    create.mutate(selectedModel.id, { onSuccess: (c) => select(c.id) })
-  }
   const chooseModel = (id: string) => {
     setModelId(id)
     if (conversation && conversation.model !== id) update.mutate({ id: conversation.id, model: id })
   }
-
-  const send = async () => {
-    const prompt = draft.trim()
-    if (!prompt || sending) return
-    if (!conversationId) {
-      window.alert('Please select a conversation or create a new one first.')
-      return
-    }
-    if (selectedModel && !selectedModel.isAvailable) {
-      window.alert(
-        `${selectedModel.name} is currently unavailable. No nodes are online for this model. Please select a different model or try again later.`,
-      )
-      return
-    }
-    follow()
-    setDraft('')
-    setSending(true)
-    const key = `local-${Date.now()}-${Math.random().toString(36).slice(2, 8)}`
-    add({ key, conversationId, prompt })
-    try {
-      const result = await sendChat({
-        conversation_id: conversationId,
-        model_id: selectedModel?.id ?? '',
-        prompt,
-        temperature: temperature ?? defaultTemperature,
-      })
-      patch(key, { requestId: result.request_id })
-      void queryClient.invalidateQueries({ queryKey: ['conversations'] })
-    } catch (err) {
-      patch(key, { sendError: `Error: ${errorMessage(err, 'Unknown error')}` })
-    } finally {
-      setSending(false)
-    }
+  const saveTemperature = (value: number) => {
+    if (conversation) update.mutate({ id: conversation.id, temperature: value })
+    else setNewChatTemperature(value)
   }
 
-  const empty = items.length === 0
+  const last = items.at(-1)
+  const regenerableKey =
+    last?.record && isTerminal(last.record.status) && !sending ? last.key : null
+  const available = balance.data ? balance.data.balance - balance.data.held : undefined
   return (
     <div className="relative flex h-full min-h-0 overflow-hidden">
       <ConversationSidebar
         open={sidebarOpen}
-        conversations={conversations.data ?? []}
+        conversations={conversations.data ?? NO_CONVERSATIONS}
         loading={conversations.isLoading}
         error={conversations.isError}
         selectedId={conversationId}
@@ -140,7 +161,9 @@ export default function ChatPage() {
         onSelect={select}
         onNew={newChat}
         onRename={(id, title) => update.mutate({ id, title })}
-        onDelete={(id) => remove.mutate(id, { onSuccess: () => id === conversationId && select(null) })}
+        onDelete={(id) =>
+          remove.mutate(id, { onSuccess: () => id === conversationId && select(null) })
+        }
         onClose={() => setSidebarOpen(false)}
       />
       <section className="flex min-w-0 flex-1 flex-col" aria-label="Chat">
@@ -163,28 +186,45 @@ export default function ChatPage() {
           modelsLoading={models.isLoading}
           selectedModel={selectedModel}
           onSelectModel={(m) => chooseModel(m.id)}
-          temperature={temperature ?? defaultTemperature}
-          onTemperature={setTemperature}
+          temperature={temperature}
+          onSaveTemperature={saveTemperature}
         />
-        {selectedModel && !selectedModel.isAvailable && <ModelUnavailableBanner model={selectedModel.name} />}
+        {selectedModel && !selectedModel.isAvailable && (
+          <ModelUnavailableBanner model={selectedModel.name} onlineNodes={onlineNodes.data} />
+        )}
         {conversationId && history.isLoading ? (
           <Spinner className="flex-1" />
         ) : empty ? (
-          <ChatWelcome onNewChat={conversationId ? undefined : newChat} canCreate={!!selectedModel && !create.isPending} />
+          <ChatWelcome
+            onNewChat={conversationId ? undefined : newChat}
+            canCreate={!!selectedModel && !create.isPending}
+          />
         ) : (
           <MessageList
+            key={conversationId}
             items={items}
             showCosts={showCosts}
-            onSettled={onSettled}
+            regenerableKey={regenerableKey}
+            onRegenerate={regenerate}
+            hasOlder={!!history.hasNextPage}
+            loadingOlder={history.isFetchingNextPage}
+            onLoadOlder={loadOlder}
             containerRef={containerRef}
             contentRef={contentRef}
           />
         )}
-        <div className="mx-auto w-full max-w-3xl shrink-0 px-4 pt-2 pb-4 sm:px-6">
-          <Composer value={draft} onChange={setDraft} onSend={send} sending={sending} empty={empty} />
+        <div className="mx-auto w-full max-w-3xl shrink-0 px-3 pt-2 pb-3 sm:px-6 sm:pb-4">
+          <Composer
+            value={draft}
+            onChange={setDraft}
+            onSend={() => void send(draft, setDraft)}
+            sending={sending}
+            empty={empty}
+          />
           <ChatFooter
-            balance={balance.data?.balance}
+            available={available}
             draft={draft}
+            quote={quote}
             showCosts={showCosts}
             onToggleCosts={() => setShowCosts(!showCosts)}
           />

@@ -14,8 +14,21 @@ describe('toChatModel', () => {
     })
   })
   it('prefers display_name and marks models with nodes available', () => {
-    const m = toChatModel({ id: 'm2', name: 'x', display_name: 'Big X', description: 'd', credit_multiplier: 2.5, node_count: 3 })
-    expect(m).toMatchObject({ name: 'Big X', description: 'd', creditMultiplier: 2.5, nodeCount: 3, isAvailable: true })
+    const m = toChatModel({
+      id: 'm2',
+      name: 'x',
+      display_name: 'Big X',
+      description: 'd',
+      credit_multiplier: 2.5,
+      node_count: 3,
+    })
+    expect(m).toMatchObject({
+      name: 'Big X',
+      description: 'd',
+      creditMultiplier: 2.5,
+      nodeCount: 3,
+      isAvailable: true,
+    })
   })
 })
 

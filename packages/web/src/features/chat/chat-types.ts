@@ -5,6 +5,8 @@ export interface ConversationRecord {
   user: string
   model: string
   title: string
+  /** The conversation's own temperature (0 to 2; spec section 1). */
+  temperature?: number
   message_count: number
   last_message_at: string
   created: string
@@ -25,7 +27,13 @@ export interface RequestRecord {
   error_message: string
   can_retry: boolean
   is_partial: boolean
+  temperature?: number
+  /** Set when a regenerated answer replaced this one (then it leaves the history). */
+  replaced_by?: string
+  /** Credits actually charged, when the server reports them. */
+  cost?: number
   created: string
+  updated?: string
 }
 
 export interface AvailableModelRecord {
@@ -46,6 +54,8 @@ export interface ChatModel {
   creditMultiplier: number
   nodeCount: number
   isAvailable: boolean
+  /** File size from the catalogue, when known (shown in GB). */
+  sizeBytes?: number
 }
 
 export function toChatModel(record: AvailableModelRecord): ChatModel {
@@ -69,4 +79,15 @@ export function nodeCountLabel(count: number): string {
 /** Request states that end a stream. */
 export function isTerminal(status: RequestStatus): boolean {
   return status === 'completed' || status === 'failed' || status === 'cancelled'
+}
+
+/**
+ * Whether a record arriving later (a realtime event, a read) should replace the one held. A
+ * stream's late partial event must not undo its final state, but a retry (the same id, pending
+ * again, written later) must.
+ */
+export function isNewer(incoming: RequestRecord, current: RequestRecord | undefined): boolean {
+  if (!current) return true
+  if (!isTerminal(current.status) || isTerminal(incoming.status)) return true
+  return (incoming.updated ?? '') > (current.updated ?? '')
 }

@@ -53,4 +53,18 @@ describe('useAutoScroll', () => {
     api.follow()
     expect(api.following.current).toBe(true)
   })
+
+  it('counts dragging the scroll bar as a manual scroll', () => {
+    const { getByTestId } = render(<Harness />)
+    const box = getByTestId('box')
+    geometry(box, 300)
+    fireEvent.pointerDown(box)
+    fireEvent.scroll(box)
+    fireEvent.scroll(box)
+    expect(api.following.current).toBe(false)
+    fireEvent.pointerUp(window)
+    geometry(box, 1500)
+    fireEvent.scroll(box) // not the user's: the mode stays as it was
+    expect(api.following.current).toBe(false)
+  })
 })

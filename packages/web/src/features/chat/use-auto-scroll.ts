@@ -3,7 +3,7 @@ import { distanceFromBottom, isManualScrollKey, shouldFollow } from './auto-scro
 
 /**
  * Keeps a scroll container pinned to its bottom while content grows. A manual scroll (wheel,
- * touch, arrow/page/home/end keys) that leaves the view more than 100 px from the bottom turns
+ * touch, arrow/page/home/end keys, or dragging the scroll bar) that leaves the view more than 100 px from the bottom turns
  * following off; scrolling back near the bottom, or calling `follow()`, turns it on again.
  * `attachKey` must change whenever the container element mounts anew.
  */
@@ -26,15 +26,34 @@ export function useAutoScroll<T extends HTMLElement, C extends HTMLElement>(atta
     const el = containerRef.current
     if (!el) return
     let manual = false
+    // Dragging the scroll bar: a press on the container itself (its bar), until released.
+    let dragging = false
     const markManual = () => {
       manual = true
     }
+    const onPointerDown = (e: PointerEvent) => {
+      if (e.target === el) dragging = true
+    }
+    const onPointerUp = () => {
+      dragging = false
+    }
     const onKey = (e: KeyboardEvent) => {
-      if (isManualScrollKey(e.key)) manual = true
+      if (!isManualScrollKey(e.key)) return
+      manual = true
+      // Home and End jump at once: the browser's animated jump would be cut short by rows being
+      // measured on the way (the list is virtualised). End means "the newest": follow again.
+      if (e.key === 'End') {
+        e.preventDefault()
+        following.current = true
+        scrollToBottom()
+      } else if (e.key === 'Home') {
+        e.preventDefault()
+        el.scrollTop = 0
+      }
     }
     const onScroll = () => {
       // Only a scroll the user caused may change the mode; our own scrollTop writes may not.
-      if (!manual) return
+      if (!manual && !dragging) return
       manual = false
       following.current = shouldFollow(distanceFromBottom(el))
     }
@@ -42,6 +61,8 @@ export function useAutoScroll<T extends HTMLElement, C extends HTMLElement>(atta
     el.addEventListener('touchmove', markManual, { passive: true })
     el.addEventListener('keydown', onKey)
     el.addEventListener('scroll', onScroll, { passive: true })
+    el.addEventListener('pointerdown', onPointerDown)
+    window.addEventListener('pointerup', onPointerUp)
     const observer =
       typeof ResizeObserver === 'undefined'
         ? null
@@ -54,9 +75,11 @@ export function useAutoScroll<T extends HTMLElement, C extends HTMLElement>(atta
       el.removeEventListener('touchmove', markManual)
       el.removeEventListener('keydown', onKey)
       el.removeEventListener('scroll', onScroll)
+      el.removeEventListener('pointerdown', onPointerDown)
+      window.removeEventListener('pointerup', onPointerUp)
       observer?.disconnect()
     }
-  // attachKey changes when the scrolled element mounts or is replaced, so listeners re-attach.
+    // attachKey changes when the scrolled element mounts or is replaced, so listeners re-attach.
   }, [scrollToBottom, attachKey])
 
   return { containerRef, contentRef, follow, following }

@@ -8,12 +8,18 @@ export function typedLength(from: number, elapsedMs: number, target: number): nu
   return Math.min(target, from + Math.floor(elapsedMs / TYPING_MS_PER_CHAR))
 }
 
+/** How far each reply had typed, so a reply scrolled out of view and back does not start over. */
+const typedSoFar = new Map<string, number>()
+
 /**
  * Reveals `text` at 5 ms per character. When `animate` is false (history loaded from the server)
  * the whole text shows at once. New text appended while typing continues from where it was.
+ * `id` names the reply, so its progress survives the row being unmounted while off screen.
  */
-export function useTypewriter(text: string, animate: boolean): string {
-  const [shown, setShown] = useState(animate ? 0 : text.length)
+export function useTypewriter(text: string, animate: boolean, id?: string): string {
+  const [shown, setShown] = useState(() =>
+    animate ? (id ? (typedSoFar.get(id) ?? 0) : 0) : text.length,
+  )
   const shownRef = useRef(shown)
   shownRef.current = shown
 
@@ -28,16 +34,20 @@ export function useTypewriter(text: string, animate: boolean): string {
     const base = shownRef.current
     const tick = () => {
       // performance.now() rather than the frame timestamp: the latter can predate `start`.
-      const next = Math.max(shownRef.current, typedLength(base, performance.now() - start, text.length))
+      const next = Math.max(
+        shownRef.current,
+        typedLength(base, performance.now() - start, text.length),
+      )
       if (next !== shownRef.current) {
         shownRef.current = next
+        if (id) typedSoFar.set(id, next)
         setShown(next)
       }
       if (next < text.length) frame = requestAnimationFrame(tick)
     }
     frame = requestAnimationFrame(tick)
     return () => cancelAnimationFrame(frame)
-  }, [text, animate])
+  }, [text, animate, id])
 
   return text.slice(0, Math.min(shown, text.length))
 }

@@ -1,10 +1,12 @@
 /**
  * @module Network Status data (spec §7): nodes with their serving models, node_jobs, requests and
- * health, all every 5 s. A failed call yields an empty list; a failed health call shows both
- * services offline; when every call fails the API itself is shown Offline.
+ * health, all every 5 s. A call that fails on the first load yields an empty list (spec §8); once
+ * a part has loaded, a failed refresh keeps its last good value and marks it stale, so a server
+ * that goes away does not turn every figure into 0. A failed health call shows both services
+ * offline; when every call fails the API itself is shown Offline.
  */
-import { useQuery } from '@tanstack/react-query'
-import { getHealth } from '../../lib/api.ts'
+import { useQuery, useQueryClient } from '@tanstack/react-query'
+import { getHealth, type HealthResult, type ServiceState } from '../../lib/api.ts'
 import { fetchNodesWithModels, FULL_LIST_BATCH } from '../../lib/node-queries.ts'
 import type { NodeRecord } from '../../lib/node-records.ts'
 import { pb } from '../../lib/pb.ts'
@@ -13,20 +15,27 @@ import type { JobSample, RequestSample } from './network-metrics.ts'
 /** Network screen refresh (spec §9). */
 export const NETWORK_REFRESH_MS = 5000
 
+export const networkKey = ['network'] as const
+
 export interface NetworkData {
   apiOnline: boolean
-  database: boolean
-  redis: boolean
+  database: ServiceState
+  redis: ServiceState
   nodes: NodeRecord[]
   jobs: JobSample[]
   requests: RequestSample[]
+  /** When the figures shown were last loaded in full (epoch ms). */
+  loadedAt: number
+  /** Some figures are from an earlier refresh: the last one could not load them. */
+  stale: boolean
 }
 
-async function settle<T>(
-  label: string,
-  load: () => Promise<T>,
-  fallback: T,
-): Promise<{ ok: boolean; value: T }> {
+interface Part<T> {
+  ok: boolean
+  value: T
+}
+
+async function settle<T>(label: string, load: () => Promise<T>, fallback: T): Promise<Part<T>> {
   try {
     return { ok: true, value: await load() }
   } catch (err) {
@@ -35,16 +44,33 @@ async function settle<T>(
   }
 }
 
-export async function fetchNetworkData(): Promise<NetworkData> {
+/** The service states of a health answer; Redis reads from the boolean for older servers. */
+export function serviceStates(health: HealthResult | null): {
+  database: ServiceState
+  redis: ServiceState
+} {
+  if (!health) return { database: 'offline', redis: 'offline' }
+  const bool = (up: boolean | undefined): ServiceState => (up === true ? 'online' : 'offline')
+  return {
+    database: health.states?.database ?? bool(health.services?.database),
+    redis: health.states?.redis ?? bool(health.services?.redis),
+  }
+}
+
+/** Loads every part; a part that fails keeps its value from `previous` when there is one. */
+export async function fetchNetworkData(
+  previous?: NetworkData,
+  now: () => number = Date.now,
+): Promise<NetworkData> {
   const [nodes, jobs, requests, health] = await Promise.all([
-    settle('nodes', () => fetchNodesWithModels(), [] as NodeRecord[]),
+    settle('nodes', () => fetchNodesWithModels(), previous?.nodes ?? []),
     settle(
       'jobs',
       () =>
         pb
           .collection('node_jobs')
           .getFullList<JobSample>({ batch: FULL_LIST_BATCH, fields: 'id,status,created' }),
-      [] as JobSample[],
+      previous?.jobs ?? [],
     ),
     settle(
       'requests',
@@ -53,24 +79,28 @@ export async function fetchNetworkData(): Promise<NetworkData> {
           batch: FULL_LIST_BATCH,
           fields: 'id,status,created,processing_time_ms',
         }),
-      [] as RequestSample[],
+      previous?.requests ?? [],
     ),
     settle('health', getHealth, null),
   ])
+  const lists = [nodes, jobs, requests]
+  const allOk = lists.every((p) => p.ok)
   return {
-    apiOnline: nodes.ok || jobs.ok || requests.ok || health.ok,
-    database: health.value?.services?.database === true,
-    redis: health.value?.services?.redis === true,
+    apiOnline: lists.some((p) => p.ok) || health.ok,
+    ...serviceStates(health.value),
     nodes: nodes.value,
     jobs: jobs.value,
     requests: requests.value,
+    loadedAt: allOk || !previous ? now() : previous.loadedAt,
+    stale: !!previous && !allOk,
   }
 }
 
 export function useNetworkData() {
+  const queryClient = useQueryClient()
   return useQuery({
-    queryKey: ['network'],
-    queryFn: fetchNetworkData,
+    queryKey: networkKey,
+    queryFn: () => fetchNetworkData(queryClient.getQueryData<NetworkData>(networkKey)),
     refetchInterval: NETWORK_REFRESH_MS,
   })
 }

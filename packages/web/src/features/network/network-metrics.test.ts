@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import {
+  axisTicks,
   averageResponseMs,
   formatMs,
   formatPercent,
@@ -110,5 +111,17 @@ describe('jobSeries', () => {
     )
     expect(series[23]).toEqual({ label: '15:00', pending: 1, acked: 1 })
     expect(series[18]).toEqual({ label: '10:00', pending: 0, acked: 1 })
+  })
+})
+
+describe('axisTicks', () => {
+  it('labels every 3rd (or 6th) clock hour, evenly spaced across the 24 buckets', () => {
+    const labels = hourlyBuckets(now).map((b) => b.label)
+    const ticks = axisTicks(labels, 3)
+    expect(ticks).toEqual(['18:00', '21:00', '00:00', '03:00', '06:00', '09:00', '12:00', '15:00'])
+    const positions = ticks.map((t) => labels.indexOf(t))
+    const gaps = positions.slice(1).map((p, i) => p - positions[i])
+    expect(new Set(gaps)).toEqual(new Set([3]))
+    expect(axisTicks(labels, 6)).toEqual(['18:00', '00:00', '06:00', '12:00'])
   })
 })

@@ -37,6 +37,15 @@ export function hourlyBuckets(now: Date, hours = METRIC_HOURS): HourBucket[] {
   return buckets
 }
 
+/**
+ * The hour labels the chart axis shows: every `step` hours on the clock (00:00, 03:00, ...), so
+ * the labels are evenly spaced and never skip an uneven number of hours. Each bar still has its
+ * own hour; the axis just does not print all 24 labels.
+ */
+export function axisTicks(labels: string[], step: number): string[] {
+  return labels.filter((label) => Number.parseInt(label, 10) % step === 0)
+}
+
 /** Index of the bucket a record's `created` falls in, or -1 outside the window. */
 function bucketIndex(buckets: HourBucket[], created: string): number {
   const t = parseRecordDate(created).getTime()

@@ -1,3 +1,4 @@
+import { CloudOff } from 'lucide-react'
 import { useMemo } from 'react'
 import { Card } from '../../components/card.tsx'
 import { NodeTable } from '../../components/node-table.tsx'
@@ -6,7 +7,7 @@ import { Spinner } from '../../components/spinner.tsx'
 import { isNodeActive } from '../../lib/node-records.ts'
 import { MetricsPanel } from './components/metrics-panel.tsx'
 import { SummaryCards } from './components/summary-cards.tsx'
-import { useNetworkData } from './network-api.ts'
+import { NETWORK_REFRESH_MS, useNetworkData } from './network-api.ts'
 import { jobSeries, requestSeries } from './network-metrics.ts'
 import { networkSummary } from './network-summary.ts'
 
@@ -37,6 +38,7 @@ export default function NetworkPage() {
         )
       ) : (
         <>
+          {data.stale && <StaleNotice loadedAt={data.loadedAt} apiOnline={data.apiOnline} />}
           <SummaryCards
             summary={view.summary}
             apiOnline={data.apiOnline}
@@ -58,6 +60,25 @@ export default function NetworkPage() {
         </>
       )}
     </PageContainer>
+  )
+}
+
+/** The figures below are the last good ones: the latest refresh could not load them all. */
+function StaleNotice({ loadedAt, apiOnline }: { loadedAt: number; apiOnline: boolean }) {
+  return (
+    <div
+      role="status"
+      className="mb-4 flex items-start gap-2 rounded-xl border border-amber-200 bg-amber-50 px-4 py-3 text-sm text-amber-900 dark:border-amber-500/30 dark:bg-amber-500/10 dark:text-amber-100"
+    >
+      <CloudOff className="mt-0.5 h-4 w-4 shrink-0" aria-hidden />
+      <p>
+        <span className="font-medium">
+          {apiOnline ? 'Some figures could not be refreshed.' : 'The server cannot be reached.'}
+        </span>{' '}
+        Showing the last figures loaded at {new Date(loadedAt).toLocaleTimeString()}; retrying every{' '}
+        {NETWORK_REFRESH_MS / 1000} seconds.
+      </p>
+    </div>
   )
 }
 

@@ -68,13 +68,11 @@ export default function NodeSetupPage() {
           <Step n={2} title="Install the node agent">
             <CommandBlock command={commands.install} label="install command" />
             <p>
-              <code className="font-mono">@meshwork/node</code> is the{' '}
-              <code className="font-mono">packages/node</code> folder of the Meshwork repository.
-              Until it is published to the npm registry, install it from a checkout: run{' '}
-              <code className="font-mono">npm install</code>, then{' '}
-              <code className="font-mono">npm install -g ./packages/node</code> in the repository
-              root. Prebuilt llama.cpp binaries for your CPU and GPU (Metal, CUDA or Vulkan) come
-              with it.
+              This coordinator serves the agent itself, so the command installs the version that
+              matches it. It comes with prebuilt llama.cpp binaries for your CPU and GPU (Metal,
+              CUDA or Vulkan); nothing is compiled. Without permission to install globally, add{' '}
+              <code className="font-mono">--prefix ~/.local</code> and put{' '}
+              <code className="font-mono">~/.local/bin</code> on your PATH.
             </p>
           </Step>
           <Step n={3} title="Link it to your account">
@@ -89,7 +87,7 @@ export default function NodeSetupPage() {
           <Step n={4} title="Start serving">
             <CommandBlock command={commands.start} label="start command" />
             <p>
-              Keep it running. On{' '}
+              Keep it running. Once it says it is connected, go to{' '}
               <Link
                 to="/nodes"
                 className="font-medium text-brand-700 underline dark:text-brand-400"
@@ -97,6 +95,7 @@ export default function NodeSetupPage() {
                 My Nodes
               </Link>
               , edit the node to download a model, start serving it, and switch the node to Active.
+              If it cannot connect, it says why (for example connection refused) and keeps trying.
             </p>
           </Step>
         </ol>

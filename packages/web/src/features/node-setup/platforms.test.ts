@@ -22,7 +22,7 @@ describe('platforms', () => {
   })
   it('points login at the given origin', () => {
     expect(setupCommands('https://mesh.example')).toEqual({
-      install: 'npm install -g @meshwork/node',
+      install: 'npm install -g https://mesh.example/downloads/meshwork-node.tgz',
       login: 'meshwork-node login --server https://mesh.example',
       start: 'meshwork-node start',
     })

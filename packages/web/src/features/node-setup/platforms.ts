@@ -81,10 +81,13 @@ export function unavailableLabel(status: PlatformStatus): string | null {
   return null
 }
 
+/** The agent package every coordinator serves (compiled JavaScript, node-llama-cpp a dependency). */
+export const AGENT_PACKAGE_PATH = '/downloads/meshwork-node.tgz'
+
 /** The install, link and run commands, pointed at this coordinator. */
 export function setupCommands(origin: string): { install: string; login: string; start: string } {
   return {
-    install: 'npm install -g @meshwork/node',
+    install: `npm install -g ${origin}${AGENT_PACKAGE_PATH}`,
     login: `meshwork-node login --server ${origin}`,
     start: 'meshwork-node start',
   }

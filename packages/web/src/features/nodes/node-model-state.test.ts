@@ -4,6 +4,7 @@ import {
   activeToggleState,
   canDeleteModel,
   hasServingModel,
+  memoryFit,
   mergeModelEntries,
   nodeModelPhase,
   parseDownloadPercent,
@@ -38,6 +39,14 @@ describe('nodeModelPhase', () => {
     expect(nodeModelPhase(rec({ requested_download: false, download_progress: '40' }))).toBe(
       'not-downloaded',
     )
+  })
+  it('is a failed download once the node reported why', () => {
+    expect(nodeModelPhase(rec({ requested_download: true, error_message: 'HTTP 502' }))).toBe(
+      'download-failed',
+    )
+    expect(
+      nodeModelPhase(rec({ requested_download: true, is_downloaded: true, error_message: 'x' })),
+    ).toBe('downloaded')
   })
   it('stays downloaded while serving is requested but not yet on', () => {
     expect(nodeModelPhase(rec({ is_downloaded: true, requested_serving: true }))).toBe('downloaded')
@@ -104,5 +113,26 @@ describe('active toggle rules', () => {
     })
     expect(hasServingModel([rec({ is_serving: true })])).toBe(true)
     expect(hasServingModel([rec({})])).toBe(false)
+  })
+})
+
+describe('memoryFit', () => {
+  const GiB = 1024 ** 3
+  it('compares the model plus its working memory with RAM, or VRAM where reported', () => {
+    const qwen7b = 4.68 * GiB
+    expect(memoryFit(qwen7b, { memory_bytes: 4 * GiB })).toEqual({
+      fits: false,
+      needBytes: Math.round(qwen7b * 1.2 + 0.5 * GiB),
+      ramBytes: 4 * GiB,
+      vramBytes: null,
+    })
+    expect(memoryFit(qwen7b, { memory_bytes: 16 * GiB })?.fits).toBe(true)
+    expect(memoryFit(qwen7b, { memory_bytes: 4 * GiB, vram_bytes: 8 * GiB })?.fits).toBe(true)
+    expect(memoryFit(0.4 * GiB, { memory_bytes: 1 * GiB })?.fits).toBe(true)
+  })
+  it('is unknown without a size or a hardware report', () => {
+    expect(memoryFit(0, { memory_bytes: GiB })).toBeNull()
+    expect(memoryFit(GiB, null)).toBeNull()
+    expect(memoryFit(GiB, { gpu: null })).toBeNull()
   })
 })

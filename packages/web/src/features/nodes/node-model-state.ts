@@ -1,20 +1,39 @@
 /**
  * @module The node-model lifecycle of the Edit Node dialog (spec §4) and the active-toggle rules.
  */
-import type { CatalogueModel, NodeModelRecord } from '../../lib/node-records.ts'
+import type { CatalogueModel, NodeHardwareInfo, NodeModelRecord } from '../../lib/node-records.ts'
 
-export type NodeModelPhase = 'not-downloaded' | 'downloading' | 'downloaded' | 'serving'
+export type NodeModelPhase =
+  'not-downloaded' | 'downloading' | 'download-failed' | 'downloaded' | 'serving'
 
 /**
  * Where a catalogue model stands on a node. Serving wins over downloaded; a download that was
- * requested but has not finished is Downloading; a cancelled request falls back to not downloaded.
+ * requested but has not finished is Downloading, or Download failed when the node reported why
+ * (it may be retrying by itself: the reason says so); a cancelled request falls back to not
+ * downloaded.
  */
 export function nodeModelPhase(record: NodeModelRecord | undefined): NodeModelPhase {
   if (!record) return 'not-downloaded'
   if (record.is_serving) return 'serving'
   if (record.is_downloaded) return 'downloaded'
-  if (record.requested_download) return 'downloading'
+  if (record.requested_download) return record.error_message ? 'download-failed' : 'downloading'
   return 'not-downloaded'
+}
+
+/** A node that is not connected serves nothing, whatever its models last reported. */
+export function isNodeOnline(status: string | null | undefined): boolean {
+  return status === 'online' || status === 'busy'
+}
+
+/** Serving was asked for and the node could not start it (it reported why). */
+export function servingFailed(record: NodeModelRecord | undefined): boolean {
+  return (
+    !!record &&
+    record.is_downloaded &&
+    record.requested_serving &&
+    !record.is_serving &&
+    !!record.error_message
+  )
 }
 
 /** Delete is offered only when downloaded and not serving. */
@@ -54,6 +73,30 @@ export function mergeModelEntries(
     }
   }
   return entries
+}
+
+export interface MemoryFit {
+  fits: boolean
+  /** Estimated memory to run the model: the file plus a fifth, plus 0.5 GiB for context. */
+  needBytes: number
+  ramBytes: number
+  vramBytes: number | null
+}
+
+/**
+ * Whether a model fits the memory the node reported in its hello: RAM, or VRAM where
+ * node-llama-cpp reports a GPU's (a model runs from either). Null when the node never reported
+ * its hardware or the model's size is not known yet.
+ */
+export function memoryFit(
+  sizeBytes: number | undefined,
+  hardware: NodeHardwareInfo | null | undefined,
+): MemoryFit | null {
+  const ram = hardware?.memory_bytes ?? 0
+  if (!sizeBytes || !(ram > 0)) return null
+  const vram = hardware?.vram_bytes && hardware.vram_bytes > 0 ? hardware.vram_bytes : null
+  const needBytes = Math.round(sizeBytes * 1.2 + 0.5 * 1024 ** 3)
+  return { fits: needBytes <= Math.max(ram, vram ?? 0), needBytes, ramBytes: ram, vramBytes: vram }
 }
 
 /** At least one model on the node is serving. */

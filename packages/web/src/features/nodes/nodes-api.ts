@@ -2,7 +2,7 @@
  * @module Queries and mutations of My Nodes and the Edit Node dialog (spec §7).
  */
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query'
-import { useEffect } from 'react'
+import { useEffect, useState } from 'react'
 import { useAuth } from '../../context/auth-context.tsx'
 import { fetchNodesWithModels, FULL_LIST_BATCH } from '../../lib/node-queries.ts'
 import type { CatalogueModel, NodeModelRecord, NodeRecord } from '../../lib/node-records.ts'
@@ -119,17 +119,26 @@ export function useDeleteNode() {
 }
 
 export type NodeModelAction =
-  | { kind: 'download'; modelId: string }
+  /** `recordId`: the node already has a record for the model (e.g. a cancelled download). */
+  | { kind: 'download'; modelId: string; recordId?: string }
   | { kind: 'cancel'; recordId: string }
   | { kind: 'serve'; recordId: string }
   | { kind: 'stop'; recordId: string }
   | { kind: 'delete'; recordId: string }
+  | { kind: 'retry'; recordId: string }
+  | { kind: 'remove'; recordId: string }
 
-/** The lifecycle calls of spec §7 (create, PATCH requested_*, DELETE). */
+/**
+ * The lifecycle calls of spec §7 (create, PATCH requested_*, DELETE). Download asks again on the
+ * record a cancelled download left (one record per node and model); Retry stamps
+ * retry_requested_at, which the node takes as "try again now"; Remove deletes the record (the
+ * node deletes any partial file).
+ */
 export function runNodeModelAction(nodeId: string, action: NodeModelAction): Promise<unknown> {
   const col = pb.collection('node_models')
   switch (action.kind) {
     case 'download':
+      if (action.recordId) return col.update(action.recordId, { requested_download: true })
       return col.create({
         node: nodeId,
         model: action.modelId,
@@ -146,7 +155,10 @@ export function runNodeModelAction(nodeId: string, action: NodeModelAction): Pro
     case 'stop':
       return col.update(action.recordId, { requested_serving: false, is_serving: false })
     case 'delete':
+    case 'remove':
       return col.delete(action.recordId)
+    case 'retry':
+      return col.update(action.recordId, { retry_requested_at: new Date().toISOString() })
   }
 }
 
@@ -169,4 +181,38 @@ export const actionFailure: Record<NodeModelAction['kind'], string> = {
   serve: 'Failed to start serving',
   stop: 'Failed to stop serving',
   delete: 'Failed to delete model',
+  retry: 'Failed to retry',
+  remove: 'Failed to remove model',
+}
+
+/**
+ * The node record kept live while the edit dialog is open (the node list pauses then, spec §9):
+ * its status decides whether the models show as serving or offline.
+ */
+export function useLiveNode(node: NodeRecord): NodeRecord {
+  const [live, setLive] = useState(node)
+  useEffect(() => {
+    let unsubscribe: (() => Promise<void>) | undefined
+    let closed = false
+    pb.collection('nodes')
+      .subscribe<NodeRecord>(node.id, (event) => {
+        if (event.action === 'delete') return
+        setLive((old) => ({ ...old, ...pickNodeState(event.record) }))
+      })
+      .then((off) => {
+        if (closed) void off()
+        else unsubscribe = off
+      })
+      .catch((err: unknown) => console.warn('Live node updates unavailable', err))
+    return () => {
+      closed = true
+      void unsubscribe?.()
+    }
+  }, [node.id])
+  return live
+}
+
+function pickNodeState(record: NodeRecord): Partial<NodeRecord> {
+  const { status, last_seen, hardware } = record
+  return { status, last_seen, hardware }
 }

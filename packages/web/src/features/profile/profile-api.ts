@@ -7,7 +7,7 @@ import type { TransactionRecord } from './transaction-display.ts'
 /** Transactions page size (spec §9). */
 export const TRANSACTIONS_PER_PAGE = 50
 
-/** One page of the user's credit transactions, newest first, with request.model expanded. */
+/** One page of the user's credit transactions, newest first, with the request's model and API key. */
 export function useTransactions(page: number) {
   const { user } = useAuth()
   return useQuery({
@@ -19,7 +19,7 @@ export function useTransactions(page: number) {
       return pb.collection('user_credit_txs').getList<TransactionRecord>(page, TRANSACTIONS_PER_PAGE, {
         sort: '-created',
         filter: pb.filter('user = {:user}', { user: user.id }),
-        expand: 'request.model',
+        expand: 'request.model,request.api_key',
       })
     },
   })

@@ -3,6 +3,7 @@ import { Card } from '../../components/card.tsx'
 import { PageContainer, PageHeader } from '../../components/page-header.tsx'
 import { useAuth } from '../../context/auth-context.tsx'
 import { useBalance } from '../../hooks/use-balance.ts'
+import { ApiKeysCard } from './components/api-keys-card.tsx'
 import { BalanceCard } from './components/balance-card.tsx'
 import { TransactionTable } from './components/transaction-table.tsx'
 import { useTransactions } from './profile-api.ts'
@@ -37,6 +38,7 @@ export default function ProfilePage() {
           </dl>
         </Card>
         <BalanceCard balance={balance.data} loading={balance.isLoading} />
+        <ApiKeysCard />
         <TransactionTable
           items={transactions.data?.items ?? []}
           loading={transactions.isLoading}

@@ -13,7 +13,9 @@ const tx = (type: string, amount: number, model?: string): TransactionRecord => 
   type,
   amount,
   created: '2026-01-01 00:00:00.000Z',
-  expand: model ? { request: { id: 'r', expand: { model: { name: 'raw', display_name: model } } } } : undefined,
+  expand: model
+    ? { request: { id: 'r', expand: { model: { name: 'raw', display_name: model } } } }
+    : undefined,
 })
 
 describe('transaction display', () => {
@@ -32,7 +34,23 @@ describe('transaction display', () => {
     expect(transactionDescription(tx('debit_inference_request', 3, 'Stories 260K'))).toBe(
       'Spent on inference request (Stories 260K)',
     )
-    expect(transactionDescription(tx('debit_inference_request', 3))).toBe('Spent on inference request')
+    expect(transactionDescription(tx('debit_inference_request', 3))).toBe(
+      'Spent on inference request',
+    )
+  })
+  it('names the API key a request was made with', () => {
+    const viaKey: TransactionRecord = {
+      ...tx('debit_inference_request', 3),
+      expand: {
+        request: {
+          id: 'r',
+          expand: { model: { display_name: 'Stories 260K' }, api_key: { name: 'Batch job' } },
+        },
+      },
+    }
+    expect(transactionDescription(viaKey)).toBe(
+      'Spent on inference request (Stories 260K) via API key “Batch job”',
+    )
   })
   it('shows credits green with + and debits red with -', () => {
     expect(formatAmount(tx('credit_admin', 1000))).toBe(`+${(1000).toLocaleString()}`)

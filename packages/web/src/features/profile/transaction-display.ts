@@ -11,7 +11,7 @@ export interface TransactionRecord {
     request?: {
       id: string
       model?: string
-      expand?: { model?: { name?: string; display_name?: string } }
+      expand?: { model?: { name?: string; display_name?: string }; api_key?: { name?: string } }
     }
   }
 }
@@ -44,6 +44,11 @@ export function transactionDescription(tx: TransactionRecord): string {
     const model = modelName(tx)
     return model ? `${text} (${model})` : text
   }
+  // A request made through an API key is marked with the key's name (issue 10).
+  const withKey = (text: string) => {
+    const key = tx.expand?.request?.expand?.api_key?.name
+    return key ? `${text} via API key “${key}”` : text
+  }
   switch (tx.type) {
     case 'credit_admin':
       return 'Initial credits or admin credit'
@@ -52,7 +57,7 @@ export function transactionDescription(tx: TransactionRecord): string {
     case 'credit_inference_request':
       return withModel('Earned from processing inference request')
     case 'debit_inference_request':
-      return withModel('Spent on inference request')
+      return withKey(withModel('Spent on inference request'))
     default:
       return ''
   }

@@ -14,7 +14,7 @@ export interface ChatHeaderProps {
   selectedModel: ChatModel | null
   onSelectModel: (model: ChatModel) => void
   temperature: number
-  onTemperature: (value: number) => void
+  onSaveTemperature: (value: number) => void
 }
 
 /** Sidebar toggle, editable title, model picker (while empty) and the settings gear. */
@@ -25,9 +25,15 @@ export function ChatHeader(props: ChatHeaderProps) {
       {props.sidebarToggle}
       <div className="min-w-0 flex-1">
         {conversation ? (
-          <ConversationTitle key={conversation.id} title={conversation.title || 'New Chat'} onSave={props.onRename} />
+          <ConversationTitle
+            key={conversation.id}
+            title={conversation.title || 'New Chat'}
+            onSave={props.onRename}
+          />
         ) : (
-          <span className="block truncate px-1 text-base font-semibold text-slate-900 dark:text-white">New conversation</span>
+          <span className="block truncate px-1 text-base font-semibold text-slate-900 dark:text-white">
+            New conversation
+          </span>
         )}
       </div>
       {props.showModelPicker ? (
@@ -39,12 +45,12 @@ export function ChatHeader(props: ChatHeaderProps) {
         />
       ) : (
         selectedModel && (
-          <span className="hidden truncate rounded-full bg-slate-100 px-3 py-1 text-xs font-medium text-slate-600 sm:inline dark:bg-slate-800 dark:text-slate-300">
+          <span className="hidden max-w-[40%] truncate rounded-full bg-slate-100 px-3 py-1 text-xs font-medium text-slate-600 sm:inline dark:bg-slate-800 dark:text-slate-300">
             {selectedModel.name}
           </span>
         )
       )}
-      <ChatSettingsDialog temperature={props.temperature} onChange={props.onTemperature} />
+      <ChatSettingsDialog temperature={props.temperature} onSave={props.onSaveTemperature} />
     </div>
   )
 }

@@ -1,5 +1,6 @@
-import { cleanup, fireEvent, render, screen } from '@testing-library/react'
+import { act, cleanup, fireEvent, render, screen } from '@testing-library/react'
 import { afterEach, describe, expect, it, vi } from 'vitest'
+import { withProviders } from '../../../test/providers.tsx'
 import type { ConversationRecord } from '../chat-types.ts'
 import { ConversationSidebar, type ConversationSidebarProps } from './conversation-sidebar.tsx'
 
@@ -29,7 +30,7 @@ function setup(over: Partial<ConversationSidebarProps> = {}) {
     onClose: vi.fn(),
     ...over,
   }
-  render(<ConversationSidebar {...props} />)
+  render(withProviders(<ConversationSidebar {...props} />))
   return props
 }
 
@@ -54,13 +55,15 @@ describe('ConversationSidebar', () => {
     fireEvent.click(screen.getByRole('button', { name: /^Trip/ }))
     expect(props.onSelect).toHaveBeenCalledWith('c1')
   })
-  it('deletes only after confirmation', () => {
-    const confirm = vi.spyOn(window, 'confirm').mockReturnValueOnce(false).mockReturnValueOnce(true)
+  it('deletes only after confirmation in an in-app dialog', async () => {
     const props = setup()
     fireEvent.click(screen.getByRole('button', { name: 'Delete Trip' }))
-    expect(confirm).toHaveBeenCalledWith('Are you sure you want to delete this conversation?')
+    const dialog = await screen.findByRole('alertdialog')
+    expect(dialog.textContent).toContain('Are you sure you want to delete this conversation?')
+    await act(async () => fireEvent.click(screen.getByRole('button', { name: 'Cancel' })))
     expect(props.onDelete).not.toHaveBeenCalled()
     fireEvent.click(screen.getByRole('button', { name: 'Delete Trip' }))
+    await act(async () => fireEvent.click(await screen.findByRole('button', { name: 'Delete' })))
     expect(props.onDelete).toHaveBeenCalledWith('c1')
   })
   it('renames with a trimmed, changed title only', () => {

@@ -1,6 +1,7 @@
 import { Check, MessageSquare, Pencil, Plus, Trash2, X } from 'lucide-react'
-import { useState } from 'react'
+import { memo, useState } from 'react'
 import type { KeyboardEvent } from 'react'
+import { useFeedback } from '../../../components/feedback/feedback-context.tsx'
 import { cn } from '../../../lib/cn.ts'
 import { formatRelativeDate } from '../../../lib/format.ts'
 import type { ConversationRecord } from '../chat-types.ts'
@@ -19,8 +20,13 @@ export interface ConversationSidebarProps {
   onClose: () => void
 }
 
-/** 'Conversations' list with new, rename and delete; an overlay drawer below 768 px. */
-export function ConversationSidebar(props: ConversationSidebarProps) {
+/**
+ * 'Conversations' list with new, rename and delete; an overlay drawer below 768 px. Memoised: the
+ * chat screen renders on every streamed chunk, the list only when its own props change.
+ */
+export const ConversationSidebar = memo(function ConversationSidebar(
+  props: ConversationSidebarProps,
+) {
   const { open, conversations, loading, error, onClose } = props
   return (
     <>
@@ -40,7 +46,9 @@ export function ConversationSidebar(props: ConversationSidebarProps) {
         )}
       >
         <div className="flex items-center justify-between gap-2 px-4 pt-4 pb-3">
-          <h2 className="text-sm font-semibold tracking-wide text-slate-900 dark:text-white">Conversations</h2>
+          <h2 className="text-sm font-semibold tracking-wide text-slate-900 dark:text-white">
+            Conversations
+          </h2>
           <div className="flex items-center gap-1">
             <button
               type="button"
@@ -63,12 +71,23 @@ export function ConversationSidebar(props: ConversationSidebarProps) {
           </div>
         </div>
         <div className="min-h-0 flex-1 overflow-y-auto px-2 pb-4">
-          {error && <p className="px-2 py-3 text-sm text-red-600 dark:text-red-400">Failed to load conversations</p>}
+          {error && (
+            <p className="px-2 py-3 text-sm text-red-600 dark:text-red-400">
+              Failed to load conversations
+            </p>
+          )}
           {!error && !loading && conversations.length === 0 && (
             <div className="px-4 py-10 text-center">
-              <MessageSquare className="mx-auto mb-3 h-8 w-8 text-slate-300 dark:text-slate-600" aria-hidden />
-              <p className="text-sm font-medium text-slate-700 dark:text-slate-300">No conversations yet</p>
-              <p className="mt-1 text-xs text-slate-500 dark:text-slate-400">Start a new chat to begin</p>
+              <MessageSquare
+                className="mx-auto mb-3 h-8 w-8 text-slate-300 dark:text-slate-600"
+                aria-hidden
+              />
+              <p className="text-sm font-medium text-slate-700 dark:text-slate-300">
+                No conversations yet
+              </p>
+              <p className="mt-1 text-xs text-slate-500 dark:text-slate-400">
+                Start a new chat to begin
+              </p>
             </div>
           )}
           <ul className="space-y-0.5">
@@ -80,7 +99,7 @@ export function ConversationSidebar(props: ConversationSidebarProps) {
       </aside>
     </>
   )
-}
+})
 
 function ConversationItem({
   conversation,
@@ -91,6 +110,7 @@ function ConversationItem({
 }: ConversationSidebarProps & { conversation: ConversationRecord }) {
   const [editing, setEditing] = useState(false)
   const [draft, setDraft] = useState(conversation.title)
+  const { confirm } = useFeedback()
   const selected = conversation.id === selectedId
 
   const save = () => {
@@ -117,7 +137,13 @@ function ConversationItem({
           onBlur={save}
           className="focus-ring min-w-0 flex-1 rounded bg-transparent px-1 py-0.5 text-sm"
         />
-        <button type="button" aria-label="Save title" onMouseDown={(e) => e.preventDefault()} onClick={save} className="rounded p-1 text-slate-500 hover:text-slate-900 dark:hover:text-white">
+        <button
+          type="button"
+          aria-label="Save title"
+          onMouseDown={(e) => e.preventDefault()}
+          onClick={save}
+          className="rounded p-1 text-slate-500 hover:text-slate-900 dark:hover:text-white"
+        >
           <Check className="h-3.5 w-3.5" aria-hidden />
         </button>
       </li>
@@ -159,8 +185,13 @@ function ConversationItem({
         <button
           type="button"
           aria-label={`Delete ${conversation.title}`}
-          onClick={() => {
-            if (window.confirm('Are you sure you want to delete this conversation?')) onDelete(conversation.id)
+          onClick={async () => {
+            const ok = await confirm('Are you sure you want to delete this conversation?', {
+              title: 'Delete conversation',
+              confirmLabel: 'Delete',
+              destructive: true,
+            })
+            if (ok) onDelete(conversation.id)
           }}
           className="focus-ring rounded p-1.5 text-slate-500 hover:bg-red-50 hover:text-red-600 dark:text-slate-400 dark:hover:bg-red-950/50 dark:hover:text-red-400"
         >

@@ -22,7 +22,12 @@ export function MetricsPanel({ requests, jobs }: { requests: RequestPoint[]; job
         <h2 className="mb-3 text-base font-semibold text-slate-900 dark:text-white">
           Network Metrics (Last 24 Hours)
         </h2>
-        <div role="tablist" aria-label="Metrics" className="-mb-px flex gap-4 overflow-x-auto">
+        {/* On a phone the three tabs share the width (labels may wrap) so none is off-screen. */}
+        <div
+          role="tablist"
+          aria-label="Metrics"
+          className="-mb-px grid grid-cols-3 gap-2 sm:flex sm:gap-4"
+        >
           {tabs.map((t) => (
             <button
               key={t.id}
@@ -33,7 +38,7 @@ export function MetricsPanel({ requests, jobs }: { requests: RequestPoint[]; job
               aria-controls="metrics-tabpanel"
               onClick={() => setTab(t.id)}
               className={cn(
-                'focus-ring shrink-0 border-b-2 px-1 pb-2.5 text-sm font-medium whitespace-nowrap transition-colors',
+                'focus-ring border-b-2 px-1 pb-2.5 text-center text-sm font-medium transition-colors sm:shrink-0 sm:whitespace-nowrap',
                 tab === t.id
                   ? 'border-brand-600 text-brand-700 dark:border-brand-400 dark:text-brand-400'
                   : 'border-transparent text-slate-500 hover:text-slate-800 dark:text-slate-400 dark:hover:text-slate-200',

@@ -14,8 +14,9 @@ import {
   XAxis,
   YAxis,
 } from 'recharts'
+import { useEffect, useState } from 'react'
 import { useTheme } from '../../../context/theme-context.tsx'
-import type { JobPoint, RequestPoint } from '../network-metrics.ts'
+import { axisTicks, type JobPoint, type RequestPoint } from '../network-metrics.ts'
 
 export type MetricsTab = 'requests' | 'performance' | 'jobs'
 
@@ -25,8 +26,30 @@ export interface NetworkChartsProps {
   jobs: JobPoint[]
 }
 
+const PHONE = '(max-width: 639px)'
+
+/** Hours between two axis labels: 3 where there is room, 6 on a phone. */
+function useTickStep(): number {
+  const phoneQuery = () =>
+    typeof window.matchMedia === 'function' ? window.matchMedia(PHONE) : null
+  const [phone, setPhone] = useState(() => phoneQuery()?.matches ?? false)
+  useEffect(() => {
+    const query = phoneQuery()
+    if (!query) return
+    const onChange = () => setPhone(query.matches)
+    query.addEventListener('change', onChange)
+    return () => query.removeEventListener('change', onChange)
+  }, [])
+  return phone ? 6 : 3
+}
+
 export default function NetworkCharts({ tab, requests, jobs }: NetworkChartsProps) {
   const { theme } = useTheme()
+  const ticks = axisTicks(
+    requests.map((p) => p.label),
+    useTickStep(),
+  )
+  const hourAxis = { dataKey: 'label', ticks, interval: 0 as const }
   const dark = theme === 'dark'
   const axis = { stroke: dark ? '#94a3b8' : '#64748b', fontSize: 12 }
   const grid = dark ? '#1e293b' : '#e2e8f0'
@@ -45,13 +68,7 @@ export default function NetworkCharts({ tab, requests, jobs }: NetworkChartsProp
         {tab === 'requests' ? (
           <BarChart data={requests} margin={{ top: 8, right: 8, left: -16, bottom: 0 }}>
             <CartesianGrid strokeDasharray="3 3" stroke={grid} vertical={false} />
-            <XAxis
-              dataKey="label"
-              tick={axis}
-              stroke={axis.stroke}
-              interval="preserveStartEnd"
-              minTickGap={16}
-            />
+            <XAxis {...hourAxis} tick={axis} stroke={axis.stroke} />
             <YAxis allowDecimals={false} tick={axis} stroke={axis.stroke} />
             <Tooltip {...tooltip} />
             <Legend />
@@ -68,13 +85,7 @@ export default function NetworkCharts({ tab, requests, jobs }: NetworkChartsProp
         ) : tab === 'performance' ? (
           <LineChart data={requests} margin={{ top: 8, right: 0, left: -8, bottom: 0 }}>
             <CartesianGrid strokeDasharray="3 3" stroke={grid} vertical={false} />
-            <XAxis
-              dataKey="label"
-              tick={axis}
-              stroke={axis.stroke}
-              interval="preserveStartEnd"
-              minTickGap={16}
-            />
+            <XAxis {...hourAxis} tick={axis} stroke={axis.stroke} />
             <YAxis yAxisId="ms" tick={axis} stroke={axis.stroke} />
             <YAxis
               yAxisId="pct"
@@ -107,13 +118,7 @@ export default function NetworkCharts({ tab, requests, jobs }: NetworkChartsProp
         ) : (
           <BarChart data={jobs} margin={{ top: 8, right: 8, left: -16, bottom: 0 }}>
             <CartesianGrid strokeDasharray="3 3" stroke={grid} vertical={false} />
-            <XAxis
-              dataKey="label"
-              tick={axis}
-              stroke={axis.stroke}
-              interval="preserveStartEnd"
-              minTickGap={16}
-            />
+            <XAxis {...hourAxis} tick={axis} stroke={axis.stroke} />
             <YAxis allowDecimals={false} tick={axis} stroke={axis.stroke} />
             <Tooltip {...tooltip} />
             <Legend />

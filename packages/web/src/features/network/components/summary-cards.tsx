@@ -1,6 +1,7 @@
 import { Activity, Boxes, Database, ListOrdered, Server } from 'lucide-react'
 import type { ComponentType, ReactNode } from 'react'
 import { Card } from '../../../components/card.tsx'
+import type { ServiceState } from '../../../lib/api.ts'
 import { cn } from '../../../lib/cn.ts'
 import { formatNumber } from '../../../lib/format.ts'
 import { formatMs, formatPercent } from '../network-metrics.ts'
@@ -39,19 +40,26 @@ function Row({ label, value, tone }: { label: string; value: ReactNode; tone?: s
   )
 }
 
-function ServiceState({ up }: { up: boolean }) {
+const serviceLook: Record<ServiceState, { text: string; dot: string; label: string }> = {
+  online: {
+    text: 'text-emerald-700 dark:text-emerald-300',
+    dot: 'bg-emerald-500',
+    label: 'Online',
+  },
+  offline: { text: 'text-red-700 dark:text-red-300', dot: 'bg-red-500', label: 'Offline' },
+  not_configured: {
+    text: 'text-slate-600 dark:text-slate-300',
+    dot: 'bg-slate-400',
+    label: 'Not configured',
+  },
+}
+
+function ServiceStatus({ state }: { state: ServiceState }) {
+  const look = serviceLook[state]
   return (
-    <span
-      className={cn(
-        'inline-flex items-center gap-1.5',
-        up ? 'text-emerald-700 dark:text-emerald-300' : 'text-red-700 dark:text-red-300',
-      )}
-    >
-      <span
-        className={cn('h-2 w-2 rounded-full', up ? 'bg-emerald-500' : 'bg-red-500')}
-        aria-hidden
-      />
-      {up ? 'Online' : 'Offline'}
+    <span className={cn('inline-flex items-center gap-1.5', look.text)}>
+      <span className={cn('h-2 w-2 rounded-full', look.dot)} aria-hidden />
+      {look.label}
     </span>
   )
 }
@@ -59,8 +67,8 @@ function ServiceState({ up }: { up: boolean }) {
 export interface SummaryCardsProps {
   summary: NetworkSummary
   apiOnline: boolean
-  database: boolean
-  redis: boolean
+  database: ServiceState
+  redis: ServiceState
 }
 
 /** Node Overview, System Health and Model Availability, then Job Queue and Requests (spec §2). */
@@ -85,9 +93,22 @@ export function SummaryCards({ summary, apiOnline, database, redis }: SummaryCar
         </SummaryCard>
         <SummaryCard title="System Health" icon={Database}>
           <dl>
-            <Row label="API" value={<ServiceState up={apiOnline} />} />
-            <Row label="Database" value={<ServiceState up={database} />} />
-            <Row label="Redis" value={<ServiceState up={redis} />} />
+            <Row label="API" value={<ServiceStatus state={apiOnline ? 'online' : 'offline'} />} />
+            <Row label="Database" value={<ServiceStatus state={database} />} />
+            <Row
+              label="Redis"
+              value={
+                <span
+                  title={
+                    redis === 'not_configured'
+                      ? 'This coordinator runs alone on its embedded bus (no REDIS_URL)'
+                      : undefined
+                  }
+                >
+                  <ServiceStatus state={redis} />
+                </span>
+              }
+            />
           </dl>
         </SummaryCard>
         <SummaryCard title="Model Availability" icon={Boxes}>

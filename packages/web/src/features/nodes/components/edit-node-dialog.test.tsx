@@ -15,6 +15,7 @@ vi.mock('../nodes-api.ts', () => ({
   }),
   useNodeModels: () => ({ data: state.records, isLoading: false }),
   useNodeModelAction: () => ({ mutate: state.mutate, isPending: false }),
+  useLiveNode: (n: NodeRecord) => n,
   useUpdateNode: () => ({ mutate: state.mutate, isPending: false }),
 }))
 
@@ -78,11 +79,77 @@ describe('EditNodeBody', () => {
     render(<EditNodeBody node={node} />)
     expect(screen.getByText('1.3 GB')).toBeTruthy()
     fireEvent.click(screen.getByRole('button', { name: 'Download' }))
-    expect(state.mutate.mock.calls[0][0]).toEqual({ kind: 'download', modelId: 'm1' })
+    expect(state.mutate.mock.calls[0][0]).toEqual({
+      kind: 'download',
+      modelId: 'm1',
+      recordId: undefined,
+    })
     cleanup()
     state.records = [record({ download_progress: '37.6' })]
     render(<EditNodeBody node={node} />)
     expect(screen.getByRole('progressbar').getAttribute('aria-valuenow')).toBe('38')
     expect(screen.getByRole('button', { name: 'Cancel' })).toBeTruthy()
+  })
+
+  it('downloads again on the record a cancelled download left', () => {
+    state.records = [record({ requested_download: false, download_progress: '40' })]
+    render(<EditNodeBody node={node} />)
+    fireEvent.click(screen.getByRole('button', { name: 'Download' }))
+    expect(state.mutate.mock.calls[0][0]).toEqual({
+      kind: 'download',
+      modelId: 'm1',
+      recordId: 'nm1',
+    })
+  })
+
+  it('shows a failed download with its reason, Retry and Remove, and no spinner', () => {
+    state.records = [
+      record({
+        download_progress: '12',
+        error_message: 'Download failed: The model source could not be reached. Retrying in 20 s.',
+      }),
+    ]
+    render(<EditNodeBody node={node} />)
+    expect(screen.getByText('Download failed at 12%')).toBeTruthy()
+    expect(screen.getByRole('alert').textContent).toContain('could not be reached')
+    expect(screen.queryByRole('progressbar')).toBeNull()
+    fireEvent.click(screen.getByRole('button', { name: 'Retry' }))
+    fireEvent.click(screen.getByRole('button', { name: 'Remove' }))
+    expect(state.mutate.mock.calls.map((c) => c[0])).toEqual([
+      { kind: 'retry', recordId: 'nm1' },
+      { kind: 'remove', recordId: 'nm1' },
+    ])
+  })
+
+  it('offers Retry when the node could not start serving', () => {
+    state.records = [
+      record({ is_downloaded: true, requested_serving: true, error_message: 'Failed to load' }),
+    ]
+    render(<EditNodeBody node={node} />)
+    expect(screen.getByText('Could not start serving')).toBeTruthy()
+    expect(screen.queryByRole('button', { name: 'Start Serving' })).toBeNull()
+    fireEvent.click(screen.getByRole('button', { name: 'Retry' }))
+    expect(state.mutate.mock.calls[0][0]).toEqual({ kind: 'retry', recordId: 'nm1' })
+  })
+
+  it('never shows an offline node as serving', () => {
+    state.records = [record({ is_downloaded: true, is_serving: true, tokens_per_second: 1315.7 })]
+    render(<EditNodeBody node={{ ...node, status: 'offline' }} />)
+    expect(screen.queryByText(/Serving ·/)).toBeNull()
+    expect(screen.getByText('Offline · serves again when the node reconnects')).toBeTruthy()
+    expect(screen.getByText(/This node is offline/)).toBeTruthy()
+  })
+
+  it('marks models too large for the memory the node reported', () => {
+    render(<EditNodeBody node={{ ...node, hardware: { memory_bytes: 1024 ** 3 } }} />)
+    const note = screen
+      .getAllByRole('note')
+      .find((n) => n.textContent?.startsWith('Too large for this node'))
+    expect(note?.textContent).toBe(
+      'Too large for this node: needs about 2.0 GB of memory; it reports 1.0 GB RAM.',
+    )
+    cleanup()
+    render(<EditNodeBody node={{ ...node, hardware: { memory_bytes: 16 * 1024 ** 3 } }} />)
+    expect(screen.queryByText(/Too large for this node/)).toBeNull()
   })
 })

@@ -5,10 +5,11 @@ import { Button } from '../../../components/button.tsx'
 import { Spinner } from '../../../components/spinner.tsx'
 import { errorMessage } from '../../../lib/api-error.ts'
 import type { NodeRecord } from '../../../lib/node-records.ts'
-import { hasServingModel, mergeModelEntries } from '../node-model-state.ts'
+import { hasServingModel, isNodeOnline, memoryFit, mergeModelEntries } from '../node-model-state.ts'
 import {
   actionFailure,
   useCatalogue,
+  useLiveNode,
   useNodeModelAction,
   useNodeModels,
   useUpdateNode,
@@ -51,7 +52,9 @@ export function EditNodeDialog({ node, onClose }: EditNodeDialogProps) {
 }
 
 /** The dialog's content, separate so that tests can render it without a portal. */
-export function EditNodeBody({ node }: { node: NodeRecord }) {
+export function EditNodeBody({ node: initial }: { node: NodeRecord }) {
+  const node = useLiveNode(initial)
+  const online = isNodeOnline(node.status)
   const [deviceName, setDeviceName] = useState(node.device_name)
   const [isActive, setIsActive] = useState(node.is_active)
   const updateNode = useUpdateNode()
@@ -129,7 +132,9 @@ export function EditNodeBody({ node }: { node: NodeRecord }) {
       <section>
         <h3 className="mb-1 text-sm font-medium text-slate-900 dark:text-white">Models</h3>
         <p className="mb-3 text-sm text-slate-500 dark:text-slate-400">
-          Choose which models this node downloads and serves. Changes reach the node within seconds.
+          {online
+            ? 'Choose which models this node downloads and serves. Changes reach the node within seconds.'
+            : 'This node is offline: it serves nothing now. Your choices reach it when it reconnects.'}
         </p>
         {catalogue.isLoading || nodeModels.isLoading ? (
           <Spinner className="py-8" />
@@ -144,6 +149,8 @@ export function EditNodeBody({ node }: { node: NodeRecord }) {
                 key={entry.model.id}
                 entry={entry}
                 busy={modelAction.isPending}
+                nodeOnline={online}
+                fit={memoryFit(entry.model.file_size_bytes, node.hardware)}
                 onAction={runAction}
               />
             ))}

@@ -1,4 +1,16 @@
-import { CheckCircle2, Download, Loader2, Play, Square, Trash2, X } from 'lucide-react'
+import {
+  AlertTriangle,
+  CheckCircle2,
+  Download,
+  Loader2,
+  MemoryStick,
+  Play,
+  PlugZap,
+  RotateCw,
+  Square,
+  Trash2,
+  X,
+} from 'lucide-react'
 import { Button } from '../../../components/button.tsx'
 import { formatGigabytes, formatTokensPerSecond } from '../../../lib/format.ts'
 import { modelLabel } from '../../../lib/node-records.ts'
@@ -6,6 +18,8 @@ import {
   canDeleteModel,
   nodeModelPhase,
   parseDownloadPercent,
+  servingFailed,
+  type MemoryFit,
   type ModelEntry,
 } from '../node-model-state.ts'
 import type { NodeModelAction } from '../nodes-api.ts'
@@ -13,17 +27,24 @@ import type { NodeModelAction } from '../nodes-api.ts'
 export interface NodeModelRowProps {
   entry: ModelEntry
   busy: boolean
+  /** The node is connected; when it is not, nothing it reported is happening now. */
+  nodeOnline: boolean
+  /** Whether the model fits the node's reported memory (null: not known). */
+  fit?: MemoryFit | null
   onAction: (action: NodeModelAction) => void
 }
 
 const DELETE_CONFIRM =
   'Are you sure you want to delete this model? This will remove the downloaded files from your node.'
 
+const muted = 'font-medium text-slate-600 dark:text-slate-300'
+
 /** One catalogue model on this node, with the lifecycle buttons of spec §4. */
-export function NodeModelRow({ entry, busy, onAction }: NodeModelRowProps) {
+export function NodeModelRow({ entry, busy, nodeOnline, fit, onAction }: NodeModelRowProps) {
   const { model, record } = entry
   const phase = nodeModelPhase(record)
   const percent = parseDownloadPercent(record?.download_progress)
+  const loadFailed = servingFailed(record)
   return (
     <li className="rounded-lg border border-slate-200 p-3 dark:border-slate-800">
       <div className="flex flex-col gap-2 sm:flex-row sm:items-start sm:justify-between sm:gap-3">
@@ -31,15 +52,32 @@ export function NodeModelRow({ entry, busy, onAction }: NodeModelRowProps) {
           <p className="truncate font-medium text-slate-900 dark:text-white">{modelLabel(model)}</p>
           <p className="mt-0.5 flex flex-wrap gap-x-3 text-xs text-slate-500 dark:text-slate-400">
             {model.file_size_bytes ? <span>{formatGigabytes(model.file_size_bytes)}</span> : null}
-            {phase === 'serving' && (
-              <span className="inline-flex items-center gap-1 font-medium text-emerald-700 dark:text-emerald-300">
-                <CheckCircle2 className="h-3.5 w-3.5" aria-hidden />
-                Serving · {formatTokensPerSecond(record?.tokens_per_second ?? 0)}
+            {phase === 'serving' &&
+              (nodeOnline ? (
+                <span className="inline-flex items-center gap-1 font-medium text-emerald-700 dark:text-emerald-300">
+                  <CheckCircle2 className="h-3.5 w-3.5" aria-hidden />
+                  Serving · {formatTokensPerSecond(record?.tokens_per_second ?? 0)}
+                </span>
+              ) : (
+                <span className={`inline-flex items-center gap-1 ${muted}`}>
+                  <PlugZap className="h-3.5 w-3.5" aria-hidden />
+                  Offline · serves again when the node reconnects
+                </span>
+              ))}
+            {phase === 'downloaded' && (
+              <span className={muted}>
+                {!record?.requested_serving
+                  ? 'Downloaded'
+                  : loadFailed
+                    ? 'Could not start serving'
+                    : nodeOnline
+                      ? 'Starting...'
+                      : 'Offline · starts when the node reconnects'}
               </span>
             )}
-            {phase === 'downloaded' && (
-              <span className="font-medium text-slate-700 dark:text-slate-300">
-                {record?.requested_serving ? 'Starting...' : 'Downloaded'}
+            {phase === 'download-failed' && (
+              <span className="font-medium text-red-700 dark:text-red-300">
+                Download failed{percent > 0 ? ` at ${percent.toFixed(0)}%` : ''}
               </span>
             )}
           </p>
@@ -50,7 +88,9 @@ export function NodeModelRow({ entry, busy, onAction }: NodeModelRowProps) {
               size="sm"
               variant="outline"
               disabled={busy}
-              onClick={() => onAction({ kind: 'download', modelId: model.id })}
+              onClick={() =>
+                onAction({ kind: 'download', modelId: model.id, recordId: record?.id })
+              }
             >
               <Download className="h-4 w-4" aria-hidden />
               Download
@@ -65,6 +105,29 @@ export function NodeModelRow({ entry, busy, onAction }: NodeModelRowProps) {
             >
               <X className="h-4 w-4" aria-hidden />
               Cancel
+            </Button>
+          )}
+          {(phase === 'download-failed' || loadFailed) && record && (
+            <Button
+              size="sm"
+              variant="outline"
+              disabled={busy}
+              onClick={() => onAction({ kind: 'retry', recordId: record.id })}
+            >
+              <RotateCw className="h-4 w-4" aria-hidden />
+              Retry
+            </Button>
+          )}
+          {phase === 'download-failed' && record && (
+            <Button
+              size="sm"
+              variant="ghost"
+              disabled={busy}
+              className="text-red-600 hover:text-red-700 dark:text-red-400"
+              onClick={() => onAction({ kind: 'remove', recordId: record.id })}
+            >
+              <Trash2 className="h-4 w-4" aria-hidden />
+              Remove
             </Button>
           )}
           {canDeleteModel(record) && record && (
@@ -82,7 +145,7 @@ export function NodeModelRow({ entry, busy, onAction }: NodeModelRowProps) {
               Delete
             </Button>
           )}
-          {phase === 'downloaded' && record && (
+          {phase === 'downloaded' && record && !loadFailed && (
             <Button
               size="sm"
               disabled={busy || record.requested_serving}
@@ -108,10 +171,17 @@ export function NodeModelRow({ entry, busy, onAction }: NodeModelRowProps) {
       {phase === 'downloading' && (
         <div className="mt-3">
           <div className="mb-1 flex items-center justify-between text-xs text-slate-600 dark:text-slate-400">
-            <span className="inline-flex items-center gap-1">
-              <Loader2 className="h-3.5 w-3.5 animate-spin" aria-hidden />
-              Downloading
-            </span>
+            {nodeOnline ? (
+              <span className="inline-flex items-center gap-1">
+                <Loader2 className="h-3.5 w-3.5 animate-spin" aria-hidden />
+                Downloading
+              </span>
+            ) : (
+              <span className="inline-flex items-center gap-1">
+                <PlugZap className="h-3.5 w-3.5" aria-hidden />
+                Offline · the download goes on when the node reconnects
+              </span>
+            )}
             <span className="tabular-nums">{percent.toFixed(0)}%</span>
           </div>
           <div
@@ -129,12 +199,26 @@ export function NodeModelRow({ entry, busy, onAction }: NodeModelRowProps) {
           </div>
         </div>
       )}
+      {fit && !fit.fits && (
+        <p
+          role="note"
+          className="mt-2 flex gap-1.5 rounded-md bg-amber-50 px-2 py-1 text-xs text-amber-900 dark:bg-amber-500/10 dark:text-amber-100"
+        >
+          <MemoryStick className="mt-px h-3.5 w-3.5 shrink-0" aria-hidden />
+          <span>
+            Too large for this node: needs about {formatGigabytes(fit.needBytes)} of memory; it
+            reports {formatGigabytes(fit.ramBytes)} RAM
+            {fit.vramBytes ? ` and ${formatGigabytes(fit.vramBytes)} GPU memory` : ''}.
+          </span>
+        </p>
+      )}
       {record?.error_message && (
         <p
           role="alert"
-          className="mt-2 rounded-md bg-red-50 px-2 py-1 text-xs text-red-700 dark:bg-red-500/10 dark:text-red-300"
+          className="mt-2 flex gap-1.5 rounded-md bg-red-50 px-2 py-1 text-xs text-red-700 dark:bg-red-500/10 dark:text-red-300"
         >
-          {record.error_message}
+          <AlertTriangle className="mt-px h-3.5 w-3.5 shrink-0" aria-hidden />
+          <span className="min-w-0 break-words">{record.error_message}</span>
         </p>
       )}
     </li>

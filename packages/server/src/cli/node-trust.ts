@@ -1,0 +1,46 @@
+/**
+ * @module Reference nodes for the admin command line: an operator trusts a node it runs (or
+ * vouches for), making it a reference that scores other nodes' canaries, exempt from canaries and
+ * probation itself; untrusting puts it back on probation.
+ */
+import type { Db } from '../db/database.ts'
+import { nowDate } from '../tools/dates.ts'
+import { AdminInputError } from './admin-commands.ts'
+
+export async function setTrusted(db: Db, nodeId: string, trusted: boolean): Promise<string> {
+  const node = await db
+    .selectFrom('nodes')
+    .select(['id', 'device_name'])
+    .where('id', '=', nodeId)
+    .executeTakeFirst()
+  if (!node) throw new AdminInputError(`No node ${nodeId}`)
+  await db
+    .updateTable('nodes')
+    .set({
+      trusted: trusted ? 1 : 0,
+      verification: trusted ? 'trusted' : 'probation',
+      updated: nowDate(),
+    })
+    .where('id', '=', nodeId)
+    .execute()
+  return String(node.device_name)
+}
+
+export async function listNodes(db: Db) {
+  return db
+    .selectFrom('nodes as n')
+    .leftJoin('users as u', 'u.id', 'n.user')
+    .select([
+      'n.id as id',
+      'n.device_name as device_name',
+      'u.email as owner',
+      'n.status as status',
+      'n.verification as verification',
+      'n.reputation_score as reputation',
+      'n.backend as backend',
+      'n.canaries_passed as passed',
+      'n.canaries_failed as failed',
+    ])
+    .orderBy('n.created')
+    .execute()
+}

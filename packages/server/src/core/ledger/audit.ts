@@ -1,0 +1,245 @@
+/**
+ * @module The ledger audit: proves on a live database that no credit was created or lost. It
+ * checks, for every account, balance = the sum of its ledger rows, the running totals, that holds
+ * equal the reserves of open requests, that every transfer's debits equal its credits per request,
+ * and that every amount is exact integer units. Read-only; the admin command prints the report.
+ */
+import { sql } from 'kysely'
+import type { Db } from '../../db/database.ts'
+import { fromUnits } from './credits.ts'
+import { OPEN_STATUSES } from './settlement.ts'
+import { txTypes, type TxTypeRule } from './tx-types.ts'
+
+export interface AuditCheck {
+  name: string
+  /** What was checked, with counts. */
+  detail: string
+  problems: string[]
+}
+
+export interface AuditReport {
+  ok: boolean
+  checks: AuditCheck[]
+}
+
+interface Account {
+  balance: number
+  held: number
+  earned: number
+  spent: number
+}
+
+const MAX_PROBLEMS = 20
+const credits = (units: number) => `${fromUnits(units)}`
+
+export async function auditLedger(db: Db): Promise<AuditReport> {
+  const accounts = new Map<string, Account>()
+  for (const r of await db
+    .selectFrom('user_balances')
+    .select(['user', 'balance', 'held', 'total_earned', 'total_spent'])
+    .execute()) {
+    accounts.set(String(r.user), {
+      balance: Number(r.balance),
+      held: Number(r.held),
+      earned: Number(r.total_earned),
+      spent: Number(r.total_spent),
+    })
+  }
+  const sums = await db
+    .selectFrom('user_credit_txs')
+    .select([
+      'user',
+      'type',
+      (eb) => eb.fn.sum<number>('amount').as('total'),
+      (eb) => eb.fn.countAll<number>().as('rows'),
+    ])
+    .groupBy(['user', 'type'])
+    .execute()
+  const reserves = await db
+    .selectFrom('requests')
+    .select(['user', (eb) => eb.fn.sum<number>('reserved').as('total')])
+    .where('status', 'in', OPEN_STATUSES)
+    .groupBy('user')
+    .execute()
+  const checks = [
+    await exactAmounts(db, accounts),
+    balancesMatchRows(accounts, sums),
+    holdsMatchReserves(accounts, reserves),
+    await transfersBalance(db),
+  ]
+  return { ok: checks.every((c) => c.problems.length === 0), checks }
+}
+
+/** Every stored amount is a whole number of units (no floating point) and none is negative. */
+async function exactAmounts(db: Db, accounts: Map<string, Account>): Promise<AuditCheck> {
+  const problems: string[] = []
+  for (const [user, a] of accounts) {
+    for (const [name, v] of Object.entries(a)) {
+      if (!Number.isSafeInteger(v) || v < 0) problems.push(`user ${user}: ${name} is ${v} units`)
+    }
+  }
+  // SQLite would keep a fraction in an INTEGER column as a REAL: compare with its integer cast.
+  const inexact = (c: string) =>
+    sql<boolean>`(${sql.ref(c)} < 0 OR ${sql.ref(c)} <> CAST(${sql.ref(c)} AS BIGINT))`
+  const badRows = await db
+    .selectFrom('user_credit_txs')
+    .select(['id', 'type', 'amount', 'balance_after'])
+    .where((eb) =>
+      eb.or([
+        inexact('amount'),
+        sql<boolean>`${sql.ref('balance_after')} <> CAST(${sql.ref('balance_after')} AS BIGINT)`,
+        eb('type', 'not in', Object.keys(txTypes)),
+      ]),
+    )
+    .limit(MAX_PROBLEMS)
+    .execute()
+  for (const r of badRows)
+    problems.push(
+      `ledger row ${r.id}: ${r.type} amount ${r.amount}, balance_after ${r.balance_after}`,
+    )
+  const badRequests = await db
+    .selectFrom('requests')
+    .select(['id', 'reserved', 'cost'])
+    .where((eb) => eb.or([inexact('reserved'), inexact('cost')]))
+    .limit(MAX_PROBLEMS)
+    .execute()
+  for (const r of badRequests)
+    problems.push(`request ${r.id}: reserved ${r.reserved}, cost ${r.cost}`)
+  const counted = await db
+    .selectFrom('user_credit_txs')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .executeTakeFirst()
+  return {
+    name: 'exact amounts',
+    detail: `${accounts.size} balances, ${Number(counted?.n ?? 0)} ledger rows and the requests' reserves and costs are whole, non-negative units of known types`,
+    problems: problems.slice(0, MAX_PROBLEMS),
+  }
+}
+
+/** balance = sum of the account's rows; totals = their earned / spent rows; a closed account
+ * (rows but no balance) sums to zero. */
+function balancesMatchRows(
+  accounts: Map<string, Account>,
+  sums: Array<{ user: unknown; type: unknown; total: unknown }>,
+): AuditCheck {
+  const derived = new Map<string, Account>()
+  for (const s of sums) {
+    const user = String(s.user)
+    const rule: TxTypeRule | undefined = txTypes[String(s.type) as keyof typeof txTypes]
+    const d = derived.get(user) ?? { balance: 0, held: 0, earned: 0, spent: 0 }
+    const total = Number(s.total ?? 0)
+    if (rule) {
+      d.balance += rule.sign * total
+      d.earned += (rule.earned ?? 0) * total
+      d.spent += (rule.spent ?? 0) * total
+    }
+    derived.set(user, d)
+  }
+  const problems: string[] = []
+  let closed = 0
+  for (const [user, a] of accounts) {
+    const d = derived.get(user) ?? { balance: 0, held: 0, earned: 0, spent: 0 }
+    if (a.balance !== d.balance)
+      problems.push(
+        `user ${user}: balance ${credits(a.balance)} but its ledger rows sum to ${credits(d.balance)}`,
+      )
+    if (a.earned !== d.earned)
+      problems.push(
+        `user ${user}: total_earned ${credits(a.earned)} but its earnings sum to ${credits(d.earned)}`,
+      )
+    if (a.spent !== d.spent)
+      problems.push(
+        `user ${user}: total_spent ${credits(a.spent)} but its spending sums to ${credits(d.spent)}`,
+      )
+  }
+  for (const [user, d] of derived) {
+    if (accounts.has(user)) continue
+    closed++
+    if (d.balance !== 0)
+      problems.push(`${user} has no balance but its ledger rows sum to ${credits(d.balance)}`)
+  }
+  return {
+    name: 'balances',
+    detail: `${accounts.size} balances equal the sum of their ledger rows (and their earned/spent totals); ${closed} closed accounts sum to 0`,
+    problems: problems.slice(0, MAX_PROBLEMS),
+  }
+}
+
+/** held = the reserves of the account's open (pending, processing) requests. */
+function holdsMatchReserves(
+  accounts: Map<string, Account>,
+  reserves: Array<{ user: unknown; total: unknown }>,
+): AuditCheck {
+  const reserved = new Map(reserves.map((r) => [String(r.user), Number(r.total ?? 0)]))
+  const problems: string[] = []
+  let held = 0
+  for (const [user, a] of accounts) {
+    const r = reserved.get(user) ?? 0
+    held += a.held
+    if (a.held !== r)
+      problems.push(
+        `user ${user}: ${credits(a.held)} held but its open requests reserve ${credits(r)}`,
+      )
+  }
+  for (const [user, r] of reserved) {
+    if (!accounts.has(user) && r !== 0)
+      problems.push(`user ${user}: open requests reserve ${credits(r)} without a balance`)
+  }
+  return {
+    name: 'holds',
+    detail: `${credits(held)} credits held in ${accounts.size} balances equal the reserves of open requests`,
+    problems: problems.slice(0, MAX_PROBLEMS),
+  }
+}
+
+/** For every transfer group (inference, ...), each request's debits equal its credits. */
+async function transfersBalance(db: Db): Promise<AuditCheck> {
+  const groups = new Map<string, { credits: string[]; debits: string[] }>()
+  for (const [type, rule] of Object.entries(txTypes) as Array<[string, TxTypeRule]>) {
+    if (!rule.transfer) continue
+    const g = groups.get(rule.transfer) ?? { credits: [], debits: [] }
+    ;(rule.sign > 0 ? g.credits : g.debits).push(type)
+    groups.set(rule.transfer, g)
+  }
+  const problems: string[] = []
+  const parts: string[] = []
+  for (const [group, types] of groups) {
+    const rows = await db
+      .selectFrom('user_credit_txs')
+      .select(['request', 'type', (eb) => eb.fn.sum<number>('amount').as('total')])
+      .where('type', 'in', [...types.credits, ...types.debits])
+      .groupBy(['request', 'type'])
+      .execute()
+    const net = new Map<string, number>()
+    let moved = 0
+    for (const r of rows) {
+      const total = Number(r.total ?? 0)
+      const sign = types.credits.includes(String(r.type)) ? 1 : -1
+      if (sign > 0) moved += total
+      net.set(String(r.request), (net.get(String(r.request)) ?? 0) + sign * total)
+    }
+    let unbalanced = 0
+    for (const [request, n] of net) {
+      if (n === 0) continue
+      unbalanced++
+      problems.push(
+        `${group} transfer of request ${request || '(none)'}: credits exceed debits by ${credits(n)}`,
+      )
+    }
+    parts.push(
+      `${group}: ${credits(moved)} credits over ${net.size} requests, debits = credits${unbalanced ? ` except ${unbalanced}` : ''}`,
+    )
+  }
+  return { name: 'transfers', detail: parts.join('; '), problems: problems.slice(0, MAX_PROBLEMS) }
+}
+
+/** The report as the admin command prints it. */
+export function formatAudit(report: AuditReport): string {
+  const lines: string[] = []
+  for (const c of report.checks) {
+    lines.push(`${c.problems.length ? 'FAIL' : 'ok  '} ${c.name}: ${c.detail}`)
+    for (const p of c.problems) lines.push(`       ${p}`)
+  }
+  lines.push(report.ok ? 'Ledger audit passed.' : 'LEDGER AUDIT FAILED.')
+  return lines.join('\n')
+}

@@ -1,0 +1,65 @@
+/**
+ * @module The ledger's reactions to record writes, each inside the write's transaction: a new
+ * user's initial credits; a request deleted with its conversation or account ends and releases its
+ * hold; a deleted account is closed (what it still held leaves through a final ledger row) and its
+ * rows are detached, never deleted, so every invariant of the audit still holds afterwards.
+ */
+import type { Db } from '../../db/database.ts'
+import type { RecordHooks } from '../records/record-hooks.ts'
+import type { Row } from '../records/serialize.ts'
+import { toUnits } from './credits.ts'
+import { applyEntry } from './ledger-entry.ts'
+import { endDeletedRequest, OPEN_STATUSES } from './settlement.ts'
+
+/** The `user` of a deleted account's ledger rows: never a record id, so no sign-up can claim them. */
+export const closedAccount = (userId: string) => `deleted_${userId}`
+
+export function bindLedgerHooks(hooks: RecordHooks, initialCredits: number): void {
+  const initialUnits = toUnits(initialCredits)
+
+  // Every new user starts with a balance, in the same transaction as the user record.
+  hooks.onAfterCreate('users', async (trx, _collection, user) => {
+    await applyEntry(trx, {
+      user: user.id as string,
+      type: 'credit_admin',
+      amount: initialUnits,
+      description: 'Initial credits',
+    })
+  })
+
+  hooks.onBeforeDelete('requests', async (trx, _collection, request) => {
+    await endDeletedRequest(trx, String(request.id))
+  })
+
+  hooks.onBeforeDelete('users', (trx, _collection, user) => closeAccount(trx, user))
+}
+
+async function closeAccount(trx: Db, user: Row): Promise<void> {
+  const id = String(user.id)
+  const open = await trx
+    .selectFrom('requests')
+    .select('id')
+    .where('user', '=', id)
+    .where('status', 'in', OPEN_STATUSES)
+    .execute()
+  for (const r of open) await endDeletedRequest(trx, String(r.id))
+  const balance = await trx
+    .selectFrom('user_balances')
+    .select('balance')
+    .where('user', '=', id)
+    .executeTakeFirst()
+  const remaining = Number(balance?.balance ?? 0)
+  if (remaining > 0) {
+    await applyEntry(trx, {
+      user: id,
+      type: 'debit_account_closed',
+      amount: remaining,
+      description: 'Account deleted',
+    })
+  }
+  await trx
+    .updateTable('user_credit_txs')
+    .set({ user: closedAccount(id) })
+    .where('user', '=', id)
+    .execute()
+}

@@ -1,0 +1,164 @@
+/**
+ * @module Metering an answer from what the coordinator saw (docs/inference-network.md, "Metering").
+ * While a job streams, its text is kept up to a byte cap sized from the output budget (anything
+ * past it is dropped, so a node cannot store or show megabytes for a few tokens). At the end the
+ * coordinator counts the answer itself: with the model's own tokenizer when it has one (and cuts
+ * the stored text at the budget), otherwise with a bound from the text's UTF-8 length and the
+ * model's calibrated bytes per token. The node's own count can only lower the bill.
+ */
+import type { ModelTokenizer } from './model-tokenizer.ts'
+import type { ByteRule } from './calibration.ts'
+
+/** What the coordinator counts with for one model. */
+export interface MeterRule {
+  tokenizer: ModelTokenizer | null
+  bytes: ByteRule
+}
+
+export interface MeteredAnswer {
+  /** The answer as stored and shown: at most `budget` tokens. */
+  text: string
+  /** Output tokens billed: the coordinator's count, capped by the budget and the node's claim. */
+  tokensOutput: number
+  /** The tokens a reference scores: the node's ids when they spell the text, else the text's. */
+  tokens: number[] | null
+  /** The ids the node sent (at most the budget), or null when it sent none. */
+  nodeIds: number[] | null
+  /** Whether the node's ids spelled its text (null: it sent none, or there was no tokenizer). */
+  idsMatch: boolean | null
+  /** The coordinator cut the text at the budget (its own count was above it). */
+  cut: boolean
+}
+
+/** Most bytes an answer of `budget` tokens can take under `rule`. */
+export function answerByteCap(budget: number, rule: MeterRule): number {
+  const perToken = rule.tokenizer ? rule.tokenizer.maxTokenBytes : rule.bytes.maxBytesPerToken
+  return budget * Math.max(1, perToken)
+}
+
+/** One job's streamed answer, bounded while it arrives. */
+export class AnswerMeter {
+  text = ''
+  private bytes = 0
+  /** The node's token ids; null once a chunk came without them. */
+  private ids: number[] | null = []
+  /** Set when the node sent more than the budget allows (bytes or ids). */
+  overflowed = false
+
+  constructor(
+    readonly budget: number,
+    readonly rule: MeterRule,
+    private readonly maxBytes = answerByteCap(budget, rule),
+  ) {}
+
+  push(text: string, tokens?: readonly number[]): void {
+    if (tokens === undefined) this.ids = null
+    else if (this.ids) {
+      if (this.ids.length + tokens.length > this.budget) this.overflowed = true
+      this.ids.push(...tokens.slice(0, Math.max(0, this.budget - this.ids.length)))
+    }
+    if (!text || this.bytes >= this.maxBytes) {
+      if (text) this.overflowed = true
+      return
+    }
+    const size = Buffer.byteLength(text)
+    if (this.bytes + size <= this.maxBytes) {
+      this.text += text
+      this.bytes += size
+      return
+    }
+    this.overflowed = true
+    const kept = utf8Prefix(text, this.maxBytes - this.bytes)
+    this.text += kept
+    this.bytes += Buffer.byteLength(kept)
+  }
+
+  /**
+   * Counts and cuts the answer; `claimed` is the node's own output count (a hint only), null when
+   * the node made no claim (a request deleted mid-answer): then, without a tokenizer, the spec's
+   * estimate (characters / 4) stands in for it, as it does for input.
+   */
+  finish(claimed: number | null): MeteredAnswer {
+    const { tokenizer } = this.rule
+    if (!tokenizer) {
+      const bound = Math.min(this.budget, tokensBound(this.bytes, this.rule.bytes))
+      const hint = claimed ?? Math.floor(this.text.length / 4)
+      return {
+        text: this.text,
+        tokensOutput: Math.min(bound, hint),
+        tokens: this.ids,
+        nodeIds: this.ids,
+        idsMatch: null,
+        // Without a tokenizer the text is only ever cut by the byte cap.
+        cut: this.overflowed,
+      }
+    }
+    const ids = this.ids
+    const idsMatch =
+      ids === null
+        ? null
+        : !this.overflowed &&
+          ids.every((t) => t < tokenizer.vocabularySize) &&
+          tokenizer.detokenize(ids) === this.text
+    const canonical = tokenizer.tokenize(this.text)
+    if (idsMatch && ids) {
+      // The node's own tokens spell its text and are within the budget: the text stands. Billed:
+      // the fewer of its tokens and the text's own tokenization (a model can spell a text with
+      // more tokens than its tokenizer would, and so could a node padding its count).
+      return {
+        text: this.text,
+        tokensOutput: Math.min(ids.length, canonical.length, claimed ?? Infinity),
+        tokens: ids,
+        nodeIds: ids,
+        idsMatch,
+        cut: false,
+      }
+    }
+    // No ids to trust: the text's own tokens count, and the text is cut at the budget.
+    const cut = canonical.length > this.budget
+    const counted = cut ? canonical.slice(0, this.budget) : canonical
+    return {
+      text: cut ? tokenizer.detokenize(counted) : this.text,
+      tokensOutput: Math.min(counted.length, claimed ?? Infinity),
+      tokens: counted,
+      nodeIds: ids,
+      idsMatch,
+      cut,
+    }
+  }
+}
+
+/** Tokens a text of `bytes` UTF-8 bytes can hold at most by the rule: never more than its bytes. */
+export function tokensBound(bytes: number, rule: ByteRule): number {
+  return Math.min(bytes, Math.ceil(bytes / Math.max(1, rule.minBytesPerToken)))
+}
+
+/**
+ * Input tokens of a prompt's messages, counted the same way: the tokenizer's count of their text,
+ * or without one the smaller of the spec's estimate (characters / 4) and the byte bound.
+ */
+export function countInput(contents: string[], rule: MeterRule): number {
+  if (rule.tokenizer) {
+    const tokenizer = rule.tokenizer
+    return contents.reduce((n, c) => n + (c ? tokenizer.tokenize(c).length : 0), 0)
+  }
+  const chars = contents.reduce((n, c) => n + c.length, 0)
+  const bytes = contents.reduce((n, c) => n + Buffer.byteLength(c), 0)
+  return Math.min(Math.floor(chars / 4), tokensBound(bytes, rule.bytes))
+}
+
+/** The longest prefix of `text` within `maxBytes` UTF-8 bytes that does not split a character. */
+function utf8Prefix(text: string, maxBytes: number): string {
+  if (maxBytes <= 0) return ''
+  const buf = Buffer.from(text).subarray(0, maxBytes)
+  let end = buf.length
+  // Step back over a trailing partial character (continuation bytes 10xxxxxx and its lead byte).
+  let i = end - 1
+  while (i >= 0 && (buf[i] & 0xc0) === 0x80) i--
+  if (i >= 0) {
+    const lead = buf[i]
+    const need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1
+    if (end - i < need) end = i
+  }
+  return buf.subarray(0, end).toString('utf8')
+}

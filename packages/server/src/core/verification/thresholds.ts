@@ -1,0 +1,60 @@
+/**
+ * @module Verification thresholds per model file (sha256) and backend class, with the
+ * measurements behind them in docs/verification.md (bench/verification). Where a model or a
+ * backend class has not been measured, the defaults are looser: more disagreement is allowed
+ * before a node fails, and the log-probability test is off.
+ */
+
+export interface Thresholds {
+  /** A reference pick counts as clear when its logit leads the runner-up's by this much. */
+  minLead: number
+  /** The most an honest node is assumed to disagree at clear positions (per position). */
+  honestDisagreeRate: number
+  /** Chance, per judgement, that an honest node is failed on agreement (the binomial test). */
+  falsePositiveBudget: number
+  /** Clear positions seen before agreement can fail a node. */
+  minClearToFail: number
+  /** Mean log-probability of the node's tokens below which it fails (null: not measured). */
+  minMeanLogprob: number | null
+  minTokensForLogprob: number
+  /** Passed canaries, and tokens scored, before a node on probation is verified. */
+  canariesToPass: number
+  minTokensToPass: number
+  /** Evidence older than this many tokens fades. */
+  window: number
+}
+
+export const DEFAULT_THRESHOLDS: Thresholds = {
+  minLead: 1,
+  honestDisagreeRate: 0.05,
+  falsePositiveBudget: 1e-6,
+  minClearToFail: 100,
+  minMeanLogprob: null,
+  minTokensForLogprob: 200,
+  canariesToPass: 3,
+  minTokensToPass: 300,
+  window: 2000,
+}
+
+interface Measured {
+  sha256: string
+  /** Backend classes the measurement covers. */
+  backends: RegExp
+  values: Partial<Thresholds>
+}
+
+const STORIES_260K = '270cba1bd5109f42d03350f60406024560464db173c0e387d91f0426d3bd256d'
+
+/** Set from bench/verification on x86-64 CPUs (docs/verification.md, "Measurements"). */
+const measured: Measured[] = [
+  {
+    sha256: STORIES_260K,
+    backends: /^cpu(-|$)/,
+    values: { honestDisagreeRate: 0.02, minMeanLogprob: -1 },
+  },
+]
+
+export function thresholdsFor(sha256: string, backend: string): Thresholds {
+  const m = measured.find((x) => x.sha256 === sha256.toLowerCase() && x.backends.test(backend))
+  return { ...DEFAULT_THRESHOLDS, ...m?.values }
+}

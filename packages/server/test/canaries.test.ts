@@ -1,0 +1,247 @@
+/**
+ * Canary verification with real llama.cpp (issue 13, point 4): a reference node (trusted by the
+ * operator's command line) scores other nodes' canary answers by teacher forcing. An honest node
+ * on stories260K passes (with a different thread count and batch size than the reference); a node
+ * serving llama-2-tiny-random while claiming stories260K, a node returning made-up text, and a
+ * node generating with one model while reporting another's token ids all fail and lose reputation.
+ */
+import { execFile } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
+import type PocketBase from 'pocketbase'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { getLlama, LlamaLogLevel } from 'node-llama-cpp'
+import { startAgent, type InferenceEngine, type RunningAgent } from '@meshwork/node'
+import { dialects, signUp, startTestServer, type TestServer } from './harness.ts'
+import { modelId } from './fixtures.ts'
+import { FakeNode, linkNode, waitUntil } from './support/network.ts'
+import {
+  disguisedModelEngine,
+  swappedModelEngine,
+  type Vocabulary,
+} from './support/dishonest-engines.ts'
+import { setTrusted } from '../src/cli/node-trust.ts'
+import type { CanaryOutcome } from '../src/core/verification/canaries.ts'
+import { madeUpStories } from '../../../bench/verification/made-up-stories.ts'
+
+const mirror = fileURLToPath(new URL('../../../../shared/models/', import.meta.url))
+const serverRoot = fileURLToPath(new URL('..', import.meta.url))
+
+describe.each(dialects)('[%s] canary verification with llama.cpp', (dialect) => {
+  let server: TestServer
+  let stories: string
+  let operator: PocketBase
+  let referenceId: string
+  const agents: RunningAgent[] = []
+  const homes: string[] = []
+  let tokenize: (text: string) => number[]
+  let vocabulary: Vocabulary
+
+  beforeAll(async () => {
+    server = await startTestServer(
+      dialect,
+      { modelMirror: mirror },
+      { network: { canaries: { tickMs: 0 }, scheduler: { stallMs: 5000, offerTimeoutMs: 5000 } } },
+    )
+    stories = await modelId(server)
+    const llama = await getLlama({
+      build: 'never',
+      gpu: false,
+      logLevel: LlamaLogLevel.error,
+      logger: () => {},
+    })
+    const vocab = await llama.loadModel({
+      modelPath: join(mirror, 'stories260K.gguf'),
+      vocabOnly: true,
+    })
+    tokenize = (text) => vocab.tokenize(text)
+    vocabulary = {
+      tokenize,
+      detokenize: (ids) =>
+        vocab.detokenize(ids as unknown as Parameters<typeof vocab.detokenize>[0]),
+    }
+
+    // The reference: the operator's own node, scoring with 2 threads, trusted on the command line.
+    operator = await signUp(server, 'operator')
+    referenceId = (await agentNode(operator, { threads: 2 })).nodeId
+    // It scores but takes no user jobs.
+    await operator.collection('nodes').update(referenceId, { is_active: false })
+    if (dialect === 'sqlite') {
+      const out = await promisify(execFile)(
+        'npx',
+        ['tsx', 'src/cli/admin.ts', 'trust', referenceId],
+        {
+          cwd: serverRoot,
+          env: { ...process.env, MESHWORK_DATA_DIR: server.core.config.dataDir },
+        },
+      )
+      expect(out.stdout).toMatch(/is trusted/)
+    } else {
+      await setTrusted(server.core.database.db, referenceId, true)
+    }
+  }, 120_000)
+  afterAll(async () => {
+    for (const a of agents) await a.stop()
+    await server?.stop()
+    for (const h of homes) rmSync(h, { recursive: true, force: true })
+  })
+
+  /** A real agent linked by `owner` through the device flow, serving stories260K. */
+  async function agentNode(
+    owner: PocketBase,
+    options: { threads?: number; engine?: InferenceEngine } = {},
+  ) {
+    const { nodeId, credential } = await linkNode(server, owner)
+    const home = mkdtempSync(join(tmpdir(), 'meshwork-canary-'))
+    homes.push(home)
+    const agent = await startAgent({
+      server: server.url,
+      nodeId,
+      credential,
+      home,
+      gpu: false,
+      threads: options.threads ?? 1,
+      engine: options.engine,
+      heartbeatIntervalMs: 1000,
+    })
+    agents.push(agent)
+    await serve(owner, nodeId)
+    return { nodeId, agent }
+  }
+
+  /** The owner asks for stories260K; loading and the first measurement may take a while. */
+  async function serve(owner: PocketBase, nodeId: string) {
+    const nm = await owner
+      .collection('node_models')
+      .create({ node: nodeId, model: stories, requested_download: true, requested_serving: true })
+    await waitUntil(
+      async () => {
+        const row = await server.core.database.db
+          .selectFrom('node_models')
+          .select('is_serving')
+          .where('id', '=', nm.id)
+          .executeTakeFirst()
+        return Number(row?.is_serving) === 1
+      },
+      60_000,
+      'serving',
+    )
+  }
+
+  const node = (id: string) =>
+    server.core.database.db
+      .selectFrom('nodes')
+      .selectAll()
+      .where('id', '=', id)
+      .executeTakeFirstOrThrow()
+
+  /** Canaries until the node is judged one way or the other (at most `max`). */
+  async function canariesUntil(nodeId: string, want: 'graduated' | 'failed', max = 6) {
+    const outcomes: CanaryOutcome[] = []
+    for (let i = 0; i < max; i++) {
+      const outcome = await server.network.canaries.run(nodeId, stories)
+      outcomes.push(outcome)
+      if (outcome.status === 'failed' || (outcome.status === 'passed' && outcome.graduated)) break
+    }
+    const last = outcomes.at(-1)!
+    if (want === 'failed') expect(last.status).toBe('failed')
+    else expect(last).toMatchObject({ status: 'passed', graduated: true })
+    return outcomes
+  }
+
+  it('an honest node on another thread count passes its canaries and is verified', async () => {
+    const owner = await signUp(server, 'honest')
+    const { nodeId } = await agentNode(owner, { threads: 1 })
+    expect((await node(nodeId)).verification).toBe('probation')
+    const before = Number((await node(nodeId)).reputation_score)
+    const outcomes = await canariesUntil(nodeId, 'graduated')
+    expect(outcomes.every((o) => o.status === 'passed')).toBe(true)
+    const tokens = outcomes.reduce((n, o) => n + ('tokens' in o ? o.tokens : 0), 0)
+    expect(tokens).toBeGreaterThanOrEqual(300)
+    const after = await node(nodeId)
+    expect(after).toMatchObject({ verification: 'verified', canaries_failed: 0 })
+    expect(Number(after.canaries_passed)).toBe(outcomes.length)
+    expect(Number(after.reputation_score)).toBeGreaterThan(before)
+    // Canaries look like requests: completed rows with a node job, paid by nobody.
+    const rows = await server.core.database.db
+      .selectFrom('requests')
+      .selectAll()
+      .where('node', '=', nodeId)
+      .execute()
+    expect(rows).toHaveLength(outcomes.length)
+    for (const r of rows) expect(r).toMatchObject({ status: 'completed', temperature: 0, user: '' })
+    const txs = await server.core.database.db
+      .selectFrom('user_credit_txs')
+      .selectAll()
+      .where(
+        'request',
+        'in',
+        rows.map((r) => String(r.id)),
+      )
+      .execute()
+    expect(txs).toHaveLength(0)
+  }, 180_000)
+
+  async function expectFailedAndPunished(nodeId: string) {
+    const before = Number((await node(nodeId)).reputation_score)
+    await canariesUntil(nodeId, 'failed')
+    const after = await node(nodeId)
+    expect(after.verification).toBe('probation')
+    expect(Number(after.canaries_failed)).toBe(1)
+    expect(Number(after.reputation_score)).toBeLessThanOrEqual(before - 2)
+  }
+
+  it('a node serving llama-2-tiny-random while claiming stories260K fails', async () => {
+    const owner = await signUp(server, 'swapper')
+    const { nodeId } = await agentNode(owner, {
+      engine: swappedModelEngine(join(mirror, 'llama-2-tiny-random.gguf')),
+    })
+    await expectFailedAndPunished(nodeId)
+  }, 180_000)
+
+  it("a node generating with one model and reporting the other's token ids fails", async () => {
+    const owner = await signUp(server, 'disguiser')
+    const { nodeId } = await agentNode(owner, {
+      engine: disguisedModelEngine(join(mirror, 'llama-2-tiny-random.gguf'), vocabulary),
+    })
+    await expectFailedAndPunished(nodeId)
+  }, 180_000)
+
+  it('a node returning made-up text (with ids that spell it) fails', async () => {
+    const owner = await signUp(server, 'inventor')
+    const { nodeId, credential } = await linkNode(server, owner)
+    const fake = new FakeNode(server, nodeId, credential)
+    let story = 0
+    const nextStory = () => {
+      const text = madeUpStories[story++ % madeUpStories.length]
+      fake.chunks = [text]
+      fake.chunkTokens = [tokenize(text)]
+    }
+    nextStory()
+    fake.tokensOutputReported = 100
+    await fake.connect()
+    await serve(owner, nodeId)
+    const run = server.network.canaries.run.bind(server.network.canaries)
+    server.network.canaries.run = async (...args) => {
+      const outcome = await run(...args)
+      nextStory()
+      return outcome
+    }
+    try {
+      await expectFailedAndPunished(nodeId)
+    } finally {
+      server.network.canaries.run = run
+      fake.kill()
+    }
+  }, 180_000)
+
+  it('without a reference for the model no canary is sent', async () => {
+    const tiny = await modelId(server, 'llama-2-tiny-random')
+    expect(await server.network.canaries.run('nonexistent', tiny)).toEqual({
+      status: 'no_reference',
+    })
+  })
+})

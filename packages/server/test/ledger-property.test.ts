@@ -1,0 +1,362 @@
+/**
+ * Property test of the ledger: thousands of random operations (grants, admin debits, holds of any
+ * size at random multipliers, settlements with any output count, own-node settlements, duplicate
+ * settlements, failures, deletions mid-request with a streamed part charged, account deletions),
+ * each checked against an integer model of what must happen, on SQLite and PostgreSQL. After every
+ * run every balance and hold is exactly the model's to the unit (and the API shows units / 1000),
+ * and the audit passes: balances = rows, debits = credits, holds = open reserves.
+ */
+import fc from 'fast-check'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { requireCollection } from '../src/core/collections/registry.ts'
+import { toUnits } from '../src/core/ledger/credits.ts'
+import { applyEntry, InsufficientCreditsError } from '../src/core/ledger/ledger-entry.ts'
+import { holdCredits, InsufficientBalanceError } from '../src/core/ledger/reservation.ts'
+import { chargeDeletedRequest, failRequest, settleRequest } from '../src/core/ledger/settlement.ts'
+import { server as superuser } from '../src/core/records/caller.ts'
+import { newRecordId } from '../src/tools/ids.ts'
+import { dialects, startTestServer, type TestServer } from './harness.ts'
+import { expectAuditPasses } from './support/ledger.ts'
+
+const MAX_OUTPUT = 256
+const MIN_OUTPUT = 16
+const USERS = 4
+
+type Op =
+  | { kind: 'grant'; user: number; units: number }
+  | { kind: 'debit'; user: number; units: number }
+  | { kind: 'send'; user: number; conversation: number; model: number; input: number }
+  | {
+      kind: 'settle'
+      request: number
+      output: number
+      ownNode: boolean
+      node: number
+      twice: boolean
+    }
+  | { kind: 'fail'; request: number }
+  | { kind: 'delete'; request: number; streamed: number; node: number }
+  | { kind: 'close'; user: number }
+
+const user = fc.nat(USERS - 1)
+const op: fc.Arbitrary<Op> = fc.oneof(
+  {
+    weight: 10,
+    arbitrary: fc.record({
+      kind: fc.constant('grant' as const),
+      user,
+      units: fc.integer({ min: 1, max: 3_000_000 }),
+    }),
+  },
+  {
+    weight: 12,
+    arbitrary: fc.record({
+      kind: fc.constant('debit' as const),
+      user,
+      units: fc.integer({ min: 1, max: 2_000_000 }),
+    }),
+  },
+  {
+    weight: 25,
+    arbitrary: fc.record({
+      kind: fc.constant('send' as const),
+      user,
+      conversation: fc.nat(1),
+      model: fc.nat(2),
+      input: fc.integer({ min: 0, max: 900 }),
+    }),
+  },
+  {
+    weight: 20,
+    arbitrary: fc.record({
+      kind: fc.constant('settle' as const),
+      request: fc.nat(),
+      output: fc.integer({ min: 0, max: 400 }),
+      ownNode: fc.boolean(),
+      node: fc.nat(USERS - 1),
+      twice: fc.boolean(),
+    }),
+  },
+  { weight: 5, arbitrary: fc.record({ kind: fc.constant('fail' as const), request: fc.nat() }) },
+  {
+    weight: 5,
+    arbitrary: fc.record({
+      kind: fc.constant('delete' as const),
+      request: fc.nat(),
+      streamed: fc.integer({ min: 0, max: 300 }),
+      node: fc.nat(USERS - 1),
+    }),
+  },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('close' as const), user }) },
+)
+
+interface Account {
+  id: string
+  node: string
+  /** Two, so deleting one leaves the other's holds in place. */
+  conversations: string[]
+  balance: number
+  held: number
+  open: boolean
+}
+
+interface OpenRequest {
+  id: string
+  user: number
+  conversation: string
+  input: number
+  cap: number
+  reserved: number
+  multiplier: number
+}
+
+describe.each(dialects)('ledger property [%s]', (dialect) => {
+  let server: TestServer
+  beforeAll(async () => {
+    server = await startTestServer(dialect)
+  })
+  afterAll(() => server.stop())
+
+  it('stays exact and balanced under thousands of random operations', async () => {
+    let operations = 0
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.integer({ min: 0, max: 5000 }), { minLength: 3, maxLength: 3 }),
+        fc.array(op, { minLength: 100, maxLength: 200 }),
+        async (multipliers, ops) => {
+          operations += ops.length
+          await runScenario(server, multipliers, ops)
+        },
+      ),
+      { numRuns: 15 },
+    )
+    expect(operations).toBeGreaterThan(1500)
+    await expectAuditPasses(server)
+  }, 180_000)
+})
+
+async function runScenario(server: TestServer, multipliers: number[], ops: Op[]) {
+  const db = server.core.database.db
+  const records = server.core.records
+  const models: Array<{ id: string; multiplier: number }> = []
+  for (const m of multipliers) {
+    // Written through the records API in credits (m / 1000), stored as exact thousandths.
+    const model = await records.create(superuser, requireCollection('models'), {
+      name: `m${newRecordId()}`,
+      credit_multiplier: m / 1000,
+    })
+    models.push({ id: String(model.id), multiplier: m })
+  }
+  const accounts: Account[] = []
+  for (let i = 0; i < USERS; i++) {
+    const u = await records.create(superuser, requireCollection('users'), {
+      email: `p${newRecordId()}@example.com`,
+      password: 'password123',
+      passwordConfirm: 'password123',
+    })
+    const node = await records.create(superuser, requireCollection('nodes'), {
+      user: u.id,
+      device_name: 'n',
+    })
+    const conversations: string[] = []
+    for (const title of ['a', 'b']) {
+      conversations.push(
+        String(
+          (
+            await records.create(superuser, requireCollection('conversations'), {
+              user: u.id,
+              title,
+            })
+          ).id,
+        ),
+      )
+    }
+    accounts.push({
+      id: String(u.id),
+      node: String(node.id),
+      conversations,
+      balance: toUnits(1000),
+      held: 0,
+      open: true,
+    })
+  }
+  let open: OpenRequest[] = []
+
+  for (const o of ops) {
+    if (o.kind === 'grant' || o.kind === 'debit') {
+      const a = accounts[o.user]
+      if (!a.open) continue
+      const debit = o.kind === 'debit'
+      const run = db
+        .transaction()
+        .execute((trx) =>
+          applyEntry(trx, {
+            user: a.id,
+            type: debit ? 'debit_admin' : 'credit_admin',
+            amount: o.units,
+            description: 'p',
+          }),
+        )
+      if (debit && a.balance < o.units) {
+        await expect(run).rejects.toBeInstanceOf(InsufficientCreditsError)
+      } else {
+        await run
+        a.balance += debit ? -o.units : o.units
+      }
+    } else if (o.kind === 'send') {
+      const a = accounts[o.user]
+      if (!a.open) continue
+      const m = models[o.model].multiplier
+      const available = a.balance - a.held
+      const cap = Math.min(MAX_OUTPUT, m > 0 ? Math.floor(available / m) - o.input : MAX_OUTPUT)
+      const id = newRecordId()
+      const run = db.transaction().execute(async (trx) => {
+        const r = await holdCredits(trx, {
+          user: a.id,
+          estimatedInput: o.input,
+          maxOutput: MAX_OUTPUT,
+          minOutput: MIN_OUTPUT,
+          multiplierUnits: m,
+        })
+        await trx
+          .insertInto('requests')
+          .values({
+            id,
+            user: a.id,
+            conversation: a.conversations[o.conversation],
+            model: models[o.model].id,
+            status: 'pending',
+            reserved: r.amount,
+          })
+          .execute()
+        return r
+      })
+      if (cap < MIN_OUTPUT) {
+        await expect(run).rejects.toBeInstanceOf(InsufficientBalanceError)
+        continue
+      }
+      const r = await run
+      expect(r).toEqual({ outputCap: cap, amount: (o.input + cap) * m })
+      a.held += r.amount
+      open.push({
+        id,
+        user: o.user,
+        conversation: a.conversations[o.conversation],
+        input: o.input,
+        cap,
+        reserved: r.amount,
+        multiplier: m,
+      })
+    } else if (o.kind === 'settle') {
+      if (!open.length) continue
+      const r = open[o.request % open.length]
+      const a = accounts[r.user]
+      const owner = o.ownNode ? a : accounts[o.node]
+      if (!owner.open) continue
+      const output = Math.min(o.output, r.cap) // the scheduler caps the node's count at the budget
+      const completion = {
+        requestId: r.id,
+        nodeId: owner.node,
+        response: 'x',
+        tokensInput: r.input,
+        tokensOutput: output,
+        processingTimeMs: 1,
+      }
+      const settled = await settleRequest(db, completion)
+      const self = owner === a
+      const cost = self
+        ? 0
+        : Math.max(0, Math.min((r.input + output) * r.multiplier, r.reserved, a.balance))
+      expect(settled?.cost).toBe(cost)
+      a.held -= r.reserved
+      a.balance -= cost
+      owner.balance += cost
+      if (o.twice) expect(await settleRequest(db, completion)).toBeNull()
+      open = open.filter((x) => x !== r)
+    } else if (o.kind === 'fail') {
+      if (!open.length) continue
+      const r = open[o.request % open.length]
+      expect(await failRequest(db, r.id, 'no node', true)).toBe(true)
+      accounts[r.user].held -= r.reserved
+      open = open.filter((x) => x !== r)
+    } else if (o.kind === 'delete') {
+      if (!open.length) continue
+      const r = open[o.request % open.length]
+      const a = accounts[r.user]
+      const owner = accounts[o.node]
+      if (!owner.open) continue
+      // The conversation goes with every request in it; the open ones end and release their holds.
+      await server.core.records.delete(
+        superuser,
+        requireCollection('conversations'),
+        r.conversation,
+      )
+      for (const gone of open.filter((x) => x.conversation === r.conversation))
+        a.held -= gone.reserved
+      open = open.filter((x) => x.conversation !== r.conversation)
+      const streamed = Math.min(o.streamed, r.cap)
+      const charge = {
+        requestId: r.id,
+        user: a.id,
+        nodeId: owner.node,
+        tokensInput: r.input,
+        tokensOutput: streamed,
+        multiplierUnits: r.multiplier,
+        reservedUnits: r.reserved,
+      }
+      const charged = await chargeDeletedRequest(db, charge)
+      const cost =
+        owner === a
+          ? 0
+          : Math.max(
+              0,
+              Math.min((r.input + streamed) * r.multiplier, r.reserved, a.balance - a.held),
+            )
+      expect(charged?.cost ?? 0).toBe(cost)
+      a.balance -= cost
+      owner.balance += cost
+      expect(await chargeDeletedRequest(db, charge)).toBeNull() // never twice
+      const conversation = await server.core.records.create(
+        superuser,
+        requireCollection('conversations'),
+        { user: a.id, title: 'c' },
+      )
+      a.conversations[a.conversations.indexOf(r.conversation)] = String(conversation.id)
+    } else if (o.kind === 'close') {
+      const a = accounts[o.user]
+      if (!a.open || accounts.filter((x) => x.open).length < 2) continue
+      await server.core.records.delete(superuser, requireCollection('users'), a.id)
+      a.open = false
+      a.balance = 0
+      a.held = 0
+      open = open.filter((x) => accounts[x.user] !== a)
+    }
+  }
+
+  for (const a of accounts) {
+    const row = await db
+      .selectFrom('user_balances')
+      .select(['balance', 'held'])
+      .where('user', '=', a.id)
+      .executeTakeFirst()
+    if (!a.open) {
+      expect(row).toBeUndefined()
+      continue
+    }
+    // Exact to the unit in storage, and the API shows exactly units / 1000.
+    expect({ balance: Number(row!.balance), held: Number(row!.held) }).toEqual({
+      balance: a.balance,
+      held: a.held,
+    })
+    const json = (
+      await records.list(superuser, requireCollection('user_balances'), {
+        filter: `user = "${a.id}"`,
+      })
+    ).items[0]
+    expect(json.balance).toBe(a.balance / 1000)
+    expect(json.held).toBe(a.held / 1000)
+  }
+  // Leave nothing open for the next run's audit.
+  for (const r of open) await failRequest(db, r.id, 'end of run', false)
+  await expectAuditPasses(server)
+}
