@@ -5,6 +5,7 @@
  */
 import type { CoreApp } from '../app.ts'
 import { ChatService, MAX_OUTPUT_TOKENS } from '../chat/chat-service.ts'
+import { listenForCancels } from '../chat/stop-request.ts'
 import { HOLD_SWEEP_INTERVAL_MS, sweepStrandedHolds } from '../ledger/hold-sweep.ts'
 import { failRequest } from '../ledger/settlement.ts'
 import { LINK_FLOW_TTL_MS, LinkFlows } from '../nodes/link-flows.ts'
@@ -105,6 +106,7 @@ export async function createInferenceNetwork(
     const m = message as RecordBusMessage
     if (m.collection === 'requests' && m.action === 'delete') scheduler.onRequestDeleted(String(m.row.id))
   })
+  const stopCancelling = listenForCancels(core, scheduler)
   return {
     flows,
     registry,
@@ -122,6 +124,7 @@ export async function createInferenceNetwork(
       clearInterval(sweeper)
       stopRevoking()
       stopForgetting()
+      stopCancelling()
       canaries.close()
       scores.close()
       scheduler.close()
