@@ -322,10 +322,16 @@ describe('chat as people know it', () => {
       await composer().fill(prompt)
       await page.getByText('Your balance pays for a shorter answer: up to 40 tokens').waitFor()
       expect(await captureAll(page, 'chat-shorter-answer', chatOnly)).toEqual([])
+      // The hold the send takes, as the request row carries it while the answer is made.
+      const holds: number[] = []
+      const off = server.core.events.on((change) => {
+        if (change.collection.name === 'requests' && change.row.conversation === c.id)
+          holds.push(Number(change.row.reserved))
+      })
       await composer().press('Enter')
-      const [request] = await completed(c.id, 1)
+      const [request] = await completed(c.id, 1).finally(off)
       // Accepted, not refused: the hold was what the balance pays for, the answer within it.
-      expect(Number(request.reserved)).toBe(toUnits(target))
+      expect(Math.max(...holds)).toBe(toUnits(target))
       expect(Number(request.tokens_output)).toBeGreaterThan(0)
       expect(Number(request.tokens_output)).toBeLessThanOrEqual(40)
       await log()
