@@ -246,7 +246,9 @@ describe('downloads that recover (Edit Node dialog, real node)', () => {
       .waitFor({ timeout: 30_000 })
     expect(await banner.getByText(/serving/).count()).toBe(0)
     const closeSidebar = async (p: Page) => {
-      const close = p.getByRole('button', { name: 'Close sidebar' })
+      const close = p
+        .getByRole('complementary', { name: 'Conversations' })
+        .getByRole('button', { name: 'Close sidebar' })
       if (await close.isVisible()) await close.click()
     }
     expect(await captureAll(page, 'chat-banner-no-node-online', { phone: closeSidebar })).toEqual(
