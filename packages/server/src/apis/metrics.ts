@@ -77,6 +77,15 @@ export function createMetrics(token: string, { core, hub, network }: MetricsSour
       this.set(hub.size)
     },
   })
+  new Counter({
+    name: 'meshwork_db_statements_total',
+    help: 'Database statements this process ran (transactions\' BEGIN and COMMIT included).',
+    registers: [registry],
+    collect() {
+      this.reset()
+      this.inc(core.database.statements.count)
+    },
+  })
   // The hub counts; these counters take its totals at scrape time.
   new Counter({
     name: 'meshwork_realtime_dropped_events_total',
