@@ -17,7 +17,12 @@ import { readFileSync } from 'node:fs'
 import { request } from 'node:http'
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { fileURLToPath } from 'node:url'
-import { cpuSeconds, percentile, startCoordinator } from '../lib/coordinator-process.ts'
+import {
+  cpuSeconds,
+  percentile,
+  startCoordinator,
+  type CoordinatorProcess,
+} from '../lib/coordinator-process.ts'
 import { api, signUp } from '../network/network-client.ts'
 
 const steps = (process.env.STEPS ?? '100,250,500,750,1000').split(',').map(Number)
@@ -34,33 +39,67 @@ const mirror = fileURLToPath(new URL('../../../shared/models/', import.meta.url)
 const now = () => performance.timeOrigin + performance.now()
 const epoch = now()
 
-const coordinator = await startCoordinator(
-  19190 + Math.floor(Math.random() * 500),
-  {
-    MESHWORK_MODEL_MIRROR: mirror,
-    MESHWORK_INITIAL_CREDITS: '100000000',
-    MESHWORK_LINK_FLOW_LIMIT: '0',
-    MESHWORK_REALTIME_MAX_STREAMS_PER_USER: '0',
-    MESHWORK_REALTIME_MAX_STREAMS_PER_ADDRESS: '0',
-    MESHWORK_METRICS_TOKEN: metricsToken,
-  },
-  process.env.CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.CPU_PROF] : [],
-)
-const url = coordinator.url
-const pid = coordinator.child.pid!
+const processes = Number(process.env.PROCESSES ?? 1)
+const databaseUrl = process.env.DATABASE_URL
+const redisUrl = process.env.REDIS_URL
+if (processes > 1 && !(databaseUrl && redisUrl))
+  throw new Error('PROCESSES > 1 needs DATABASE_URL and REDIS_URL')
+const run = `bench_scale_${Date.now().toString(36)}`
+const shared: Record<string, string> = {
+  MESHWORK_MODEL_MIRROR: mirror,
+  MESHWORK_INITIAL_CREDITS: '100000000',
+  MESHWORK_LINK_FLOW_LIMIT: '0',
+  MESHWORK_REALTIME_MAX_STREAMS_PER_USER: '0',
+  MESHWORK_REALTIME_MAX_STREAMS_PER_ADDRESS: '0',
+  MESHWORK_METRICS_TOKEN: metricsToken,
+  // Its own schema and Redis prefix: the database and Redis may be shared with others' tests.
+  ...(databaseUrl ? { DATABASE_URL: databaseUrl, MESHWORK_DATABASE_SCHEMA: run } : {}),
+  ...(redisUrl ? { REDIS_URL: redisUrl, MESHWORK_REDIS_PREFIX: run } : {}),
+}
+const coordinators: CoordinatorProcess[] = []
+for (let i = 0; i < processes; i++) {
+  coordinators.push(
+    await startCoordinator(19190 + Math.floor(Math.random() * 500) + i * 500, shared, [
+      ...(process.env.CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.CPU_PROF] : []),
+    ]),
+  )
+}
+const urls = coordinators.map((c) => c.url)
+const url = urls[0]
+const pids = coordinators.map((c) => c.child.pid!)
+const sum = (f: (pid: number) => number) => pids.reduce((a, pid) => a + f(pid), 0)
 let sims: ReturnType<typeof spawn> | null = null
 
-/** What the coordinator process holds in memory, MB. */
+/** What the coordinator processes hold in memory, MB. */
 const rssMb = () =>
-  Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024
+  sum(
+    (pid) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024,
+  )
 
-async function statements(): Promise<number> {
-  const res = await fetch(`${url}/api/metrics`, {
-    headers: { authorization: `Bearer ${metricsToken}` },
-  })
-  const text = await res.text()
-  return Number(/^meshwork_db_statements_total (\d+)/m.exec(text)?.[1] ?? NaN)
+interface Counts {
+  statements: number
+  busMessages: number
+  busBytes: number
 }
+
+/** Database statements and Redis messages (published) of every coordinator process so far. */
+async function counts(): Promise<Counts> {
+  const total: Counts = { statements: 0, busMessages: 0, busBytes: 0 }
+  for (const u of urls) {
+    const res = await fetch(`${u}/api/metrics`, {
+      headers: { authorization: `Bearer ${metricsToken}` },
+    })
+    const text = await res.text()
+    const value = (re: RegExp) => Number(re.exec(text)?.[1] ?? 0)
+    total.statements += value(/^meshwork_db_statements_total (\d+)/m)
+    total.busMessages += value(/^meshwork_bus_messages_total\{direction="out"\} (\d+)/m)
+    total.busBytes += value(/^meshwork_bus_bytes_total\{direction="out"\} (\d+)/m)
+  }
+  return total
+}
+
+/** Bytes over the node sockets so far, as the simulated nodes last reported them. */
+const nodeBytes = { sent: 0, received: 0, made: 0 }
 
 /** What the window records; null outside a measuring window. */
 interface Window {
@@ -68,10 +107,14 @@ interface Window {
   tokens: number
   completed: number
   failed: number
+  /** Bytes the realtime streams carried. */
+  sseBytes: number
 }
 let window: Window | null = null
 
 interface Chat {
+  /** The coordinator process this chat's sends and stream go to. */
+  url: string
   conversation: string
   user: { id: string; token: string }
   /** Per request id: tokens already seen. */
@@ -112,11 +155,12 @@ function watch(chat: Chat): Promise<() => void> {
   const filter = JSON.stringify({ query: { filter: `conversation = '${chat.conversation}'` } })
   const requestsKey = `requests/*?options=${encodeURIComponent(filter)}`
   return new Promise((resolve, reject) => {
-    const req = request(url + '/api/realtime', { agent: false }, (res) => {
+    const req = request(chat.url + '/api/realtime', { agent: false }, (res) => {
       let buffer = ''
       res.setEncoding('utf8')
       res.on('data', (piece: string) => {
         const at = now()
+        if (window) window.sseBytes += Buffer.byteLength(piece)
         buffer += piece
         let end: number
         while ((end = buffer.indexOf('\n\n')) !== -1) {
@@ -129,7 +173,7 @@ function watch(chat: Chat): Promise<() => void> {
           else if (event === 'PB_CONNECT') {
             const clientId = (JSON.parse(data) as { clientId: string }).clientId
             api(
-              url,
+              chat.url,
               '/api/realtime',
               { clientId, subscriptions: [requestsKey, 'conversations/*'] },
               chat.user.token,
@@ -151,7 +195,7 @@ async function chatLoop(chat: Chat, delayMs: number, modelId: string) {
   let turn = 0
   while (running) {
     const sent = (await api(
-      url,
+      chat.url,
       '/api/chat/send',
       {
         conversation_id: chat.conversation,
@@ -197,7 +241,7 @@ try {
       'tsx',
       fileURLToPath(new URL('./streaming-nodes.ts', import.meta.url)),
       JSON.stringify({
-        url,
+        urls,
         token: owner.token,
         modelId,
         nodes,
@@ -210,7 +254,14 @@ try {
     { stdio: ['ignore', 'pipe', 'inherit'] },
   )
   await new Promise<void>((resolve, reject) => {
-    sims!.stdout!.on('data', (d: Buffer) => String(d).includes('ready') && resolve())
+    sims!.stdout!.on('data', (d: Buffer) => {
+      const text = String(d)
+      const last = [...text.matchAll(/bytes (\d+) (\d+) (\d+)/g)].pop()
+      if (last) {
+        Object.assign(nodeBytes, { sent: +last[1], received: +last[2], made: +last[3] })
+      }
+      if (text.includes('ready')) resolve()
+    })
     sims!.once('exit', (code) => reject(new Error(`simulated nodes exited (${code})`)))
   })
   const userCount = Math.ceil(Math.max(...steps) / chatsPerUser)
@@ -245,6 +296,7 @@ try {
         id: string
       }
       const chat: Chat = {
+        url: urls[chats.length % urls.length],
         conversation: c.id,
         user,
         seen: new Map(),
@@ -258,36 +310,46 @@ try {
     }
     await new Promise((r) => setTimeout(r, spreadMs + warmS * 1000))
     const loadAtStart = load()
-    const statementsBefore = await statements()
-    const cpuBefore = cpuSeconds(pid)
+    const countsBefore = await counts()
+    const nodesBefore = { ...nodeBytes }
+    const cpuBefore = sum(cpuSeconds)
     const benchCpuBefore = process.cpuUsage()
     lag.reset()
-    window = { delays: [], tokens: 0, completed: 0, failed: 0 }
+    window = { delays: [], tokens: 0, completed: 0, failed: 0, sseBytes: 0 }
     const started = now()
     await new Promise((r) => setTimeout(r, measureS * 1000))
     const w = window
     window = null
     const seconds = (now() - started) / 1000
-    const cpu = cpuSeconds(pid) - cpuBefore
+    const cpu = sum(cpuSeconds) - cpuBefore
     const benchCpu = process.cpuUsage(benchCpuBefore)
-    const statementsRun = (await statements()) - statementsBefore
+    const countsAfter = await counts()
     const rss = rssMb()
     const p50 = percentile(w.delays, 50)
     const p99 = percentile(w.delays, 99)
     const tps = w.tokens / seconds
-    const expected = target * rate
-    const met = p99 < 100 && tps >= 0.95 * expected
+    const made = nodeBytes.made - nodesBefore.made
+    const perRequest = (n: number) => (n / Math.max(1, w.completed)).toFixed(1)
+    const met = p99 < 100 && w.tokens >= 0.95 * made && w.failed === 0
     console.log(
       `${String(target).padStart(5)} chats: ${tps.toFixed(0).padStart(6)} tokens/s delivered ` +
-        `(${((tps / expected) * 100).toFixed(0)} % of ${expected}), delay p50 ${p50.toFixed(1)} ms ` +
-        `p99 ${p99.toFixed(1)} ms, coordinator ${((cpu / seconds) * 100).toFixed(0)} % of a core = ` +
+        `(${((w.tokens / made) * 100).toFixed(0)} % of those the nodes made), delay p50 ` +
+        `${p50.toFixed(1)} ms p99 ${p99.toFixed(1)} ms; coordinator${processes > 1 ? 's' : ''} ` +
+        `${((cpu / seconds) * 100).toFixed(0)} % of a core = ` +
         `${((cpu * 1000 * 1000) / w.tokens).toFixed(1)} ms CPU per 1,000 tokens, ` +
-        `${(((rss - rssBase) * 1024) / target).toFixed(0)} kB per stream (RSS ${rss.toFixed(0)} MB), ` +
-        `${(statementsRun / Math.max(1, w.completed)).toFixed(1)} statements per request ` +
-        `(${w.completed} completed, ${w.failed} failed); bench ` +
+        `${(((rss - rssBase) * 1024) / target).toFixed(0)} kB per stream (RSS ${rss.toFixed(0)} MB); ` +
+        `per request (${w.completed} completed, ${w.failed} failed): ` +
+        `${perRequest(countsAfter.statements - countsBefore.statements)} statements, ` +
+        (redisUrl
+          ? `${perRequest(countsAfter.busMessages - countsBefore.busMessages)} Redis messages ` +
+            `(${perRequest((countsAfter.busBytes - countsBefore.busBytes) / 1024)} kB), `
+          : '') +
+        `${perRequest(w.sseBytes / 1024)} kB to its realtime stream, ` +
+        `${perRequest((nodeBytes.sent - nodesBefore.sent) / 1024)} kB from its node and ` +
+        `${perRequest((nodeBytes.received - nodesBefore.received) / 1024)} kB to it; bench ` +
         `${(((benchCpu.user + benchCpu.system) / 1e6 / seconds) * 100).toFixed(0)} % of a core, ` +
-        `its loop delay p99 ${(lag.percentile(99) / 1e6).toFixed(0)} ms; load ${loadAtStart} -> ${load()}` +
-        ` ${met ? 'GOAL MET' : 'goal missed'}`,
+        `its loop delay p99 ${(lag.percentile(99) / 1e6).toFixed(0)} ms; load ${loadAtStart} -> ` +
+        `${load()} ${met ? 'GOAL MET' : 'goal missed'}`,
     )
     if (!met && !keepGoing) break
   }
@@ -296,6 +358,18 @@ try {
   for (const c of chats) c.stop()
   for (const c of chats) for (const done of c.waiting.values()) done()
   sims?.kill('SIGTERM')
-  await coordinator.stop()
+  for (const c of coordinators) await c.stop()
+  if (databaseUrl) await dropSchema(databaseUrl, run)
 }
 process.exit(0)
+
+async function dropSchema(url: string, schema: string) {
+  const { default: pg } = await import('pg')
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`)
+  } finally {
+    await client.end()
+  }
+}

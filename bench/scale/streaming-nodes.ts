@@ -17,7 +17,8 @@ import {
 import { api, linkNode, waitFor } from '../network/network-client.ts'
 
 interface Options {
-  url: string
+  /** Node i connects to urls[i % urls.length] (coordinator processes). */
+  urls: string[]
   token: string
   modelId: string
   nodes: number
@@ -49,6 +50,10 @@ interface Job {
 }
 
 const jobs = new Map<string, Job>()
+/** Bytes over the node sockets, both ways (the parent reads them from stdout). */
+const bytes = { sent: 0, received: 0 }
+let made = 0
+setInterval(() => console.log(`bytes ${bytes.sent} ${bytes.received} ${made}`), 250).unref()
 const tokenMs = 1000 / o.rate
 const batchMs = 20
 
@@ -58,6 +63,7 @@ setInterval(() => {
   for (const job of jobs.values()) {
     while (job.left > 0 && job.due <= t) {
       job.left--
+      made++
       job.due += tokenMs
       job.pending += stamp()
       if (job.first) {
@@ -85,14 +91,21 @@ setInterval(() => {
 
 const sockets: WebSocket[] = []
 for (let i = 0; i < o.nodes; i++) {
-  const { nodeId, credential } = await linkNode(o.url, o.token, `scale ${i}`)
-  const ws = new WebSocket(o.url.replace('http', 'ws') + NODE_WS_PATH, {
+  const url = o.urls[i % o.urls.length]
+  const { nodeId, credential } = await linkNode(url, o.token, `scale ${i}`)
+  const ws = new WebSocket(url.replace('http', 'ws') + NODE_WS_PATH, {
     headers: { authorization: nodeAuthorizationHeader(nodeId, credential) },
   })
-  const send = (frame: unknown) =>
-    ws.readyState === WebSocket.OPEN && ws.send(JSON.stringify(frame))
+  const send = (frame: unknown) => {
+    if (ws.readyState !== WebSocket.OPEN) return
+    const text = JSON.stringify(frame)
+    bytes.sent += text.length
+    ws.send(text)
+  }
   ws.on('message', (data) => {
-    const frame = JSON.parse(String(data)) as ServerToNodeFrame
+    const text = String(data)
+    bytes.received += text.length
+    const frame = JSON.parse(text) as ServerToNodeFrame
     if (frame.type === 'desired_state') {
       for (const m of frame.node_models) {
         send({
@@ -140,7 +153,7 @@ for (let i = 0; i < o.nodes; i++) {
   ws.on('close', () => clearInterval(beat))
   sockets.push(ws)
   await api(
-    o.url,
+    url,
     '/api/collections/node_models/records',
     { node: nodeId, model: o.modelId, requested_download: true, requested_serving: true },
     o.token,
@@ -149,7 +162,7 @@ for (let i = 0; i < o.nodes; i++) {
 await waitFor(
   async () => {
     const m = (await api(
-      o.url,
+      o.urls[0],
       `/api/collections/available_models/records/${o.modelId}`,
       undefined,
       o.token,
