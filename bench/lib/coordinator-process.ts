@@ -8,7 +8,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
-const mainTs = fileURLToPath(new URL('../../packages/server/src/main.ts', import.meta.url))
+// BENCH_SERVER_MAIN: another checkout's entry point (to compare two versions with one bench).
+const mainTs =
+  process.env.BENCH_SERVER_MAIN ??
+  fileURLToPath(new URL('../../packages/server/src/main.ts', import.meta.url))
 
 export interface CoordinatorProcess {
   url: string

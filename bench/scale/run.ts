@@ -188,6 +188,7 @@ function watch(chat: Chat): Promise<() => void> {
 }
 
 const chats: Chat[] = []
+const loops: Promise<void>[] = []
 let running = true
 
 async function chatLoop(chat: Chat, delayMs: number, modelId: string) {
@@ -212,6 +213,7 @@ async function chatLoop(chat: Chat, delayMs: number, modelId: string) {
       await new Promise((r) => setTimeout(r, 1000))
       continue
     }
+    if (!running) break
     if (!chat.ended.has(sent.request_id)) {
       await new Promise<void>((resolve) => chat.waiting.set(sent.request_id, resolve))
     }
@@ -306,7 +308,7 @@ try {
       }
       chat.stop = await watch(chat)
       chats.push(chat)
-      void chatLoop(chat, Math.random() * spreadMs, modelId)
+      loops.push(chatLoop(chat, Math.random() * spreadMs, modelId))
     }
     await new Promise((r) => setTimeout(r, spreadMs + warmS * 1000))
     const loadAtStart = load()
@@ -357,6 +359,8 @@ try {
   running = false
   for (const c of chats) c.stop()
   for (const c of chats) for (const done of c.waiting.values()) done()
+  // Sends still on their way finish before the coordinators stop (no errors from the shutdown).
+  await Promise.race([Promise.all(loops), new Promise((r) => setTimeout(r, 5000))])
   sims?.kill('SIGTERM')
   for (const c of coordinators) await c.stop()
   if (databaseUrl) await dropSchema(databaseUrl, run)
