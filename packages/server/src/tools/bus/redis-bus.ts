@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis'
 import type { Bus, BusHandler } from './bus.ts'
+import { callEach } from '../background.ts'
 
 /** The scaled-out bus: Redis pub/sub, so every coordinator process sees every message. */
 export class RedisBus implements Bus {
@@ -25,7 +26,8 @@ export class RedisBus implements Bus {
       } catch {
         return
       }
-      for (const handler of handlers) handler(message)
+      // One handler that throws neither stops the others nor reaches ioredis's parser.
+      callEach(handlers, [message], `bus handler (${channel})`)
     })
   }
 
