@@ -32,7 +32,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 const MAX_BODY_BYTES = 1048576,
   MAX_FORM_FIELDS = 200,
   QUERY_LIMITS: Record<string, number> = { filter: 3500 }
-const MAX_JSON_DEPTH = 64,
+const MAX_JSON_DEPTH = 400,
   MAX_JSON_ITEMS = 2000
 
 const LIMIT_MS = 50

@@ -464,6 +464,8 @@ export class Scheduler implements RegistryListener {
    * rather than wait for ever.
    */
   private chooseFailed(work: Work, err: unknown): null {
+    // Reads cut off by shutdown are expected; restart recovery deals with their requests.
+    if (this.closed) return null
     const failures = (this.chooseFailures.get(work) ?? 0) + 1
     console.error(`choosing a node for request ${work.requestId} failed (${failures}):`, err)
     if (failures >= CHOOSE_RETRIES) {
