@@ -1,6 +1,6 @@
+import { callEach } from '../background.ts'
 import { Redis } from 'ioredis'
 import type { Bus, BusHandler } from './bus.ts'
-import { callEach } from '../background.ts'
 
 /** The scaled-out bus: Redis pub/sub, so every coordinator process sees every message. */
 export class RedisBus implements Bus {
