@@ -53,9 +53,6 @@ if (config.localNode) {
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => {
     const stopNode = localNode ? localNode.agent.stop().catch(() => {}) : Promise.resolve()
-    stopNode
-      .then(() => server.close())
-      .catch((err) => console.error('shutdown failed:', err))
-      .finally(() => process.exit(0))
+    stopNode.then(() => server.close()).finally(() => process.exit(0))
   })
 }

@@ -50,6 +50,9 @@ const CHOOSE_RETRIES = 5
 const CHOOSE_RETRY_MS = 1000
 
 export class Scheduler implements RegistryListener {
+  /** Queued requests whose choice of a node failed on a database error, and how often. */
+  private chooseFailures = new WeakMap<Work, number>()
+  private retryTimer: NodeJS.Timeout | null = null
   private queue: Work[] = []
   private byJob = new Map<string, Work>()
   private pumping = false
@@ -57,9 +60,6 @@ export class Scheduler implements RegistryListener {
   private timer: NodeJS.Timeout
   private idleWaiters: Array<() => void> = []
   private closed = false
-  /** Queued requests whose choice of a node failed on a database error, and how often. */
-  private chooseFailures = new WeakMap<Work, number>()
-  private retryTimer: NodeJS.Timeout | null = null
 
   constructor(
     private core: CoreApp,
