@@ -16,11 +16,11 @@ import { CoalescedPublisher } from './coalesced-publisher.ts'
 import { pickNode, type NodeChoice } from './pick-node.ts'
 import { expectedJobSpeed, jobDeadlineMs } from './job-deadline.ts'
 import { background } from '../../tools/background.ts'
+import { failAndPublish as failOnce } from './request-writes.ts'
 import {
   chargeDeletedAndPublish,
   createJob,
   loadRequestRow,
-  failAndPublish,
   markProcessing,
   setJobStatus,
   settleAndPublish,
@@ -36,18 +36,6 @@ import {
   type Work,
   type WorkItem,
 } from './work.ts'
-
-/** What a user sees when the answer came but could not be saved (a database error). */
-export const SAVE_FAILED_MESSAGE = 'The answer could not be saved. Please try again.'
-/** Ending a request on a database error: tries, and the first and longest pause between them
- * (0.25 s doubling to 15 s: about a minute in all). */
-const END_RETRIES = 8
-const END_RETRY_MS = 250
-const END_RETRY_MAX_MS = 15_000
-/** Failed choices of a node (database errors) before a queued request fails, and the pause
- * before the queue is looked at again. */
-const CHOOSE_RETRIES = 5
-const CHOOSE_RETRY_MS = 1000
 
 export class Scheduler implements RegistryListener {
   /** Queued requests whose choice of a node failed on a database error, and how often. */
@@ -199,6 +187,7 @@ export class Scheduler implements RegistryListener {
 
   close(): void {
     this.closed = true
+    closedCores.add(this.core)
     clearInterval(this.timer)
     if (this.retryTimer) clearTimeout(this.retryTimer)
     for (const w of this.byJob.values()) w.publisher?.stop()
@@ -369,7 +358,8 @@ export class Scheduler implements RegistryListener {
         // commit and only what followed failed, the request is no longer open and this changes
         // nothing.
         console.error(`settling request ${work.requestId} failed:`, err)
-        await this.endFailed(work, SAVE_FAILED_MESSAGE)
+        await failAndPublish(this.core, work.requestId, work.user, SAVE_FAILED_MESSAGE)
+        await work.canary?.done(null, 0)
       }
     })
     this.onCapacity()
@@ -434,28 +424,10 @@ export class Scheduler implements RegistryListener {
   }
 
   private fail(work: Work, message: string) {
-    this.serial(work, () => this.endFailed(work, message))
-  }
-
-  /**
-   * Fails the request retryable (hold released). A database error is retried with a growing
-   * pause for about a minute, so a passing fault never leaves a request open with its hold; after
-   * that (or when the process closes) restart recovery and the takeover of requests end it.
-   */
-  private async endFailed(work: Work, message: string): Promise<void> {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await failAndPublish(this.core, work.requestId, work.user, message)
-        break
-      } catch (err) {
-        if (this.closed || attempt + 1 >= END_RETRIES) throw err
-        console.error(`failing request ${work.requestId} failed, retrying:`, err)
-        await new Promise((r) =>
-          setTimeout(r, Math.min(END_RETRY_MAX_MS, END_RETRY_MS * 2 ** attempt)),
-        )
-      }
-    }
-    await work.canary?.done(null, 0)
+    this.serial(work, async () => {
+      await failAndPublish(this.core, work.requestId, work.user, message)
+      await work.canary?.done(null, 0)
+    })
   }
 
   /**
@@ -513,5 +485,45 @@ export class Scheduler implements RegistryListener {
     const waiters = this.idleWaiters
     this.idleWaiters = []
     waiters.forEach((w) => w())
+  }
+}
+
+/** What a user sees when the answer came but could not be saved (a database error). */
+export const SAVE_FAILED_MESSAGE = 'The answer could not be saved. Please try again.'
+/** Ending a request on a database error: tries, and the first and longest pause between them
+ * (0.25 s doubling to 15 s: about a minute in all). */
+const END_RETRIES = 8
+const END_RETRY_MS = 250
+const END_RETRY_MAX_MS = 15_000
+/** Failed choices of a node (database errors) before a queued request fails, and the pause
+ * before the queue is looked at again. */
+const CHOOSE_RETRIES = 5
+const CHOOSE_RETRY_MS = 1000
+
+/** Cores whose scheduler has closed (shutdown): their failed writes are not retried. */
+const closedCores = new WeakSet<CoreApp>()
+
+/**
+ * Fails a request retryable and publishes it (request-writes.ts), retrying a database error with
+ * a growing pause for about a minute, so a passing fault never leaves a request open with its
+ * hold; after that, or once the scheduler has closed, restart recovery and the takeover of
+ * requests end it.
+ */
+async function failAndPublish(
+  core: CoreApp,
+  requestId: string,
+  user: string,
+  message: string,
+): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await failOnce(core, requestId, user, message)
+    } catch (err) {
+      if (closedCores.has(core) || attempt + 1 >= END_RETRIES) throw err
+      console.error(`failing request ${requestId} failed, retrying:`, err)
+      await new Promise((r) =>
+        setTimeout(r, Math.min(END_RETRY_MAX_MS, END_RETRY_MS * 2 ** attempt)).unref(),
+      )
+    }
   }
 }
