@@ -1,3 +1,4 @@
+import { callEach } from '../background.ts'
 import { Redis } from 'ioredis'
 import type { Bus, BusHandler, BusTraffic } from './bus.ts'
 
@@ -28,7 +29,8 @@ export class RedisBus implements Bus {
       } catch {
         return
       }
-      for (const handler of handlers) handler(message)
+      // One handler that throws neither stops the others nor reaches ioredis's parser.
+      callEach(handlers, [message], `bus handler (${channel})`)
     })
   }
 
