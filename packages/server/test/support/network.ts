@@ -36,7 +36,14 @@ export async function linkNode(server: TestServer, owner: PocketBase, deviceName
     owner.authStore.token,
   )
   if (approve.status !== 200) throw new Error(`approve failed: ${JSON.stringify(approve.body)}`)
-  const answer = await waiting
+  // The long poll may come back pending on a slow machine (its window elapsed first): ask again.
+  let answer = await waiting
+  while (answer.status === 200 && answer.body.status === 'pending') {
+    answer = await postJson(server, '/api/auth/wait-flow', flow)
+  }
+  if (answer.status !== 200 || typeof answer.body.credential !== 'string') {
+    throw new Error(`wait-flow gave no credential: ${answer.status} ${JSON.stringify(answer.body)}`)
+  }
   return { nodeId: answer.body.node_id as string, credential: answer.body.credential as string }
 }
 
