@@ -1,7 +1,12 @@
 import { Pencil, Server, Trash2 } from 'lucide-react'
 import { cn } from '../lib/cn.ts'
 import { formatNumber, formatReputation, parseRecordDate } from '../lib/format.ts'
-import { deviceLabel, type NodeRecord } from '../lib/node-records.ts'
+import {
+  deviceLabel,
+  verificationDisplay,
+  type NodeRecord,
+  type VerificationTone,
+} from '../lib/node-records.ts'
 import { Button } from './button.tsx'
 import { NodeStatusBadge } from './node-status-badge.tsx'
 
@@ -9,6 +14,8 @@ export interface NodeTableProps {
   nodes: NodeRecord[]
   showReputation?: boolean
   showActive?: boolean
+  /** Verification state and pending earnings (the owner's view, My Nodes). */
+  showVerification?: boolean
   showActions?: boolean
   /** Status as a coloured pill; without it the status reads as a dot and a word. */
   showStatusBadge?: boolean
@@ -32,6 +39,7 @@ export function NodeTable({
   nodes,
   showReputation = false,
   showActive = false,
+  showVerification = false,
   showActions = false,
   showStatusBadge = true,
   emptyMessage = 'No nodes',
@@ -66,6 +74,16 @@ export function NodeTable({
             {showReputation && (
               <th scope="col" className="px-3 py-3 text-right">
                 Reputation
+              </th>
+            )}
+            {showVerification && (
+              <th scope="col" className="px-3 py-3">
+                Verification
+              </th>
+            )}
+            {showVerification && (
+              <th scope="col" className="px-3 py-3 text-right">
+                Pending
               </th>
             )}
             {showActive && (
@@ -135,6 +153,25 @@ export function NodeTable({
                   <span>{formatReputation(node.reputation_score)}</span>
                 </td>
               )}
+              {showVerification && (
+                <td className={cn('px-3 py-3 whitespace-nowrap', phoneCell)}>
+                  <PhoneLabel>Verification</PhoneLabel>
+                  <VerificationBadge verification={node.verification} />
+                </td>
+              )}
+              {showVerification && (
+                <td
+                  className={cn(
+                    'px-3 py-3 text-right text-slate-700 tabular-nums dark:text-slate-300',
+                    phoneCell,
+                  )}
+                >
+                  <PhoneLabel>Pending</PhoneLabel>
+                  <span title="Credits earned on probation, paid once the node is verified">
+                    {formatNumber(node.pending_earnings ?? 0, 2)}
+                  </span>
+                </td>
+              )}
               {showActive && (
                 <td className={cn('px-3 py-3', phoneCell)}>
                   <PhoneLabel>Active</PhoneLabel>
@@ -196,6 +233,30 @@ function PhoneLabel({ children }: { children: string }) {
       aria-hidden
     >
       {children}
+    </span>
+  )
+}
+
+const verificationTones: Record<VerificationTone, string> = {
+  amber:
+    'bg-amber-50 text-amber-800 ring-amber-600/20 dark:bg-amber-500/10 dark:text-amber-200 dark:ring-amber-400/30',
+  green:
+    'bg-emerald-50 text-emerald-700 ring-emerald-600/20 dark:bg-emerald-500/10 dark:text-emerald-300 dark:ring-emerald-400/30',
+  blue: 'bg-blue-50 text-blue-700 ring-blue-600/20 dark:bg-blue-500/10 dark:text-blue-300 dark:ring-blue-400/30',
+}
+
+/** Probation (amber), Verified (green) or Trusted (blue), with what it means as a tip. */
+function VerificationBadge({ verification }: { verification: string | undefined }) {
+  const v = verificationDisplay(verification)
+  return (
+    <span
+      title={v.tip}
+      className={cn(
+        'inline-flex items-center rounded-full px-2.5 py-0.5 text-xs font-medium ring-1 ring-inset',
+        verificationTones[v.tone],
+      )}
+    >
+      {v.label}
     </span>
   )
 }

@@ -69,6 +69,7 @@ export default function NodesPage() {
           <NodeTable
             nodes={list}
             showReputation
+            showVerification
             showActive
             showActions
             onEdit={setEditing}
