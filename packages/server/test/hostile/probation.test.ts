@@ -129,6 +129,15 @@ describe.each(dialects)('[%s] probation and pending earnings', (dialect) => {
     expect(seen.verification).toBe('probation')
     expect(seen).not.toHaveProperty('pending_earnings')
     expect((await txsOf(server, uid(owner))).map((t) => t.type)).toEqual(['credit_admin'])
+    // The owner cannot verify its node or set its pending earnings itself: system fields.
+    await owner
+      .collection('nodes')
+      .update(node.nodeId, { verification: 'verified', pending_earnings: 1e6, device_name: 'Mine' })
+    expect(await nodeRow(node.nodeId)).toMatchObject({
+      device_name: 'Mine',
+      verification: 'probation',
+      pending_earnings: first.cost * 1000,
+    })
     await expectAuditPasses(server)
 
     agree = true
