@@ -180,9 +180,16 @@ describe.each(dialects)('[%s] probation and pending earnings', (dialect) => {
     const reputation = Number((await nodeRow(node.nodeId)).reputation_score)
     await expectAuditPasses(server)
 
+    // Bob's screen hears of the refund (realtime), not only on its next poll.
+    const heard: number[] = []
+    await bob
+      .collection('user_balances')
+      .subscribe('*', (e) => heard.push(Number(e.record.balance)))
     agree = false
     const outcome = await server.network.canaries.run(node.nodeId, stories)
     expect(outcome.status).toBe('failed')
+    await waitUntil(() => heard.includes(1000), 5000, 'the refund event')
+    await bob.collection('user_balances').unsubscribe()
     const after = await nodeRow(node.nodeId)
     expect(after).toMatchObject({ verification: 'probation', pending_earnings: 0 })
     expect(Number(after.reputation_score)).toBeLessThanOrEqual(reputation - 3)

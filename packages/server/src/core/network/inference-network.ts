@@ -106,9 +106,9 @@ export async function createInferenceNetwork(
       maxOutputTokens,
       // Earnings held while on probation: paid on verification, returned to payers on failure.
       hooks: {
-        onGraduated: async (trx, nodeId) => void (await releasePendingEarnings(trx, nodeId)),
+        onGraduated: async (trx, nodeId) => (await releasePendingEarnings(trx, nodeId)).users,
         onFailed: async (trx, nodeId) =>
-          void (await reversePendingEarnings(trx, nodeId, REVERSAL_REASON)),
+          (await reversePendingEarnings(trx, nodeId, REVERSAL_REASON)).users,
       },
     },
     { ...defaultCanaryOptions, ...options.canaries },
