@@ -10,6 +10,7 @@ import {
 } from '../ledger/pending-earnings.ts'
 import type { CoreApp } from '../app.ts'
 import { ChatService, MAX_OUTPUT_TOKENS } from '../chat/chat-service.ts'
+import { listenForCancels } from '../chat/stop-request.ts'
 import { HOLD_SWEEP_INTERVAL_MS, sweepStrandedHolds } from '../ledger/hold-sweep.ts'
 import { failRequest } from '../ledger/settlement.ts'
 import { LINK_FLOW_TTL_MS, LinkFlows } from '../nodes/link-flows.ts'
@@ -124,6 +125,7 @@ export async function createInferenceNetwork(
     if (m.collection === 'requests' && m.action === 'delete')
       scheduler.onRequestDeleted(String(m.row.id))
   })
+  const stopCancelling = listenForCancels(core, scheduler)
   return {
     flows,
     registry,
@@ -141,6 +143,7 @@ export async function createInferenceNetwork(
       clearInterval(sweeper)
       stopRevoking()
       stopForgetting()
+      stopCancelling()
       canaries.close()
       scores.close()
       scheduler.close()
