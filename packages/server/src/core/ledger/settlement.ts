@@ -288,9 +288,8 @@ export async function cancelRequest(db: Db, c: Cancellation): Promise<SettledReq
       .where('r.id', '=', c.requestId)
       .executeTakeFirst()
     if (!request) return null
-    const node = c.nodeId
-      ? await trx.selectFrom('nodes').select(['user']).where('id', '=', c.nodeId).executeTakeFirst()
-      : undefined
+    // Locked first, like settlement: a canary verdict cannot cross the payment.
+    const node = c.nodeId ? await lockNode(trx, c.nodeId) : null
     const produced = Boolean(node) && c.tokensOutput > 0
     const now = nowDate()
     const marked = await trx
@@ -328,7 +327,14 @@ export async function cancelRequest(db: Db, c: Cancellation): Promise<SettledReq
               balance,
             ),
           )
-    await payForRequest(trx, { requestId: c.requestId, user, nodeOwner, cost })
+    await payForRequest(trx, {
+      requestId: c.requestId,
+      nodeId: c.nodeId,
+      held: node?.held ?? false,
+      user,
+      nodeOwner,
+      cost,
+    })
     if (cost > 0)
       await trx.updateTable('requests').set({ cost }).where('id', '=', c.requestId).execute()
     // A stopped answer with text is a message of its conversation, like a completed one.
