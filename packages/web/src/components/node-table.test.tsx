@@ -39,31 +39,6 @@ describe('NodeTable', () => {
     expect(onDelete).toHaveBeenCalledWith(node)
   })
 
-  it("shows the owner's verification state and pending earnings when asked", () => {
-    const nodes: NodeRecord[] = [
-      {
-        ...node,
-        id: 'a',
-        device_name: 'new box',
-        verification: 'probation',
-        pending_earnings: 12.5,
-      },
-      { ...node, id: 'b', device_name: 'old box', verification: 'verified', pending_earnings: 0 },
-      { ...node, id: 'c', device_name: 'house', verification: 'trusted' },
-    ]
-    render(<NodeTable nodes={nodes} />)
-    expect(screen.queryByText('Probation')).toBeNull()
-    cleanup()
-    render(<NodeTable nodes={nodes} showVerification />)
-    const row = (name: string) => screen.getByRole('row', { name: new RegExp(name) })
-    expect(row('new box').textContent).toContain('Probation')
-    expect(row('new box').textContent).toContain('12.5')
-    expect(screen.getByText('Probation').getAttribute('title')).toMatch(/earnings are held/)
-    expect(row('old box').textContent).toContain('Verified')
-    expect(row('old box').textContent).toMatch(/Pending0/)
-    expect(row('house').textContent).toContain('Trusted')
-  })
-
   it('formats the last-seen tip', () => {
     expect(lastSeenTip(undefined)).toBe('Last seen: Never')
     expect(lastSeenTip('2026-01-02 03:04:05.000Z')).toBe(
