@@ -226,7 +226,7 @@ describe.each(dialects)('[%s] OpenAI API end to end with llama.cpp', (dialect) =
   }
 
   it('a client that aborts mid-stream stops the node at once and pays only for what was produced', async () => {
-    hold.holdAfter = 4
+    hold.next = { prompt: PROMPT, after: 4 }
     const controller = new AbortController()
     const stream = await api.chat.completions.create(
       {
@@ -255,7 +255,7 @@ describe.each(dialects)('[%s] OpenAI API end to end with llama.cpp', (dialect) =
   })
 
   it('a non-streamed call whose client gives up mid-answer is stopped and billed the same way', async () => {
-    hold.holdAfter = 4
+    hold.next = { prompt: PROMPT, after: 4 }
     let seen: (id: string) => void = () => {}
     const partial = new Promise<string>((r) => (seen = r))
     await pb.collection('requests').subscribe('*', (e) => {

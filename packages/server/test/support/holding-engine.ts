@@ -24,8 +24,11 @@ export interface HeldRun {
 }
 
 export interface HoldingControl {
-  /** Pieces the next answer passes on before it holds (0: answers are not held). */
-  holdAfter: number
+  /**
+   * The next answer to a request whose last message is `prompt` passes on `after` pieces, then
+   * holds (null: nothing is held). Other generations (speed measurement, canaries) run as usual.
+   */
+  next: { prompt: string; after: number } | null
   runs: HeldRun[]
 }
 
@@ -33,15 +36,17 @@ const HOLD_AT_MOST_MS = 60_000
 
 export function holdingEngine(): { engine: InferenceEngine; control: HoldingControl } {
   const inner = createLlamaEngine({ gpu: false, threads: 1 })
-  const control: HoldingControl = { holdAfter: 0, runs: [] }
+  const control: HoldingControl = { next: null, runs: [] }
   const wrap = (model: LoadedModel): LoadedModel => ({
     ref: model.ref,
     unload: () => model.unload(),
     ...(model.score ? { score: model.score.bind(model) } : {}),
     async generate(request, options) {
-      const holdAfter = control.holdAfter
-      if (!holdAfter) return model.generate(request, options)
-      control.holdAfter = 0
+      const next = control.next
+      if (!next || request.messages.at(-1)?.content !== next.prompt)
+        return model.generate(request, options)
+      control.next = null
+      const holdAfter = next.after
       const run: HeldRun = { forwarded: '', forwardedTokens: 0, written: 0, aborted: false }
       control.runs.push(run)
       const signal = options.signal
