@@ -27,6 +27,7 @@ import { useChatItems } from './use-chat-items.ts'
 import { useChatLive } from './use-chat-live.ts'
 import { useQuote } from './use-quote.ts'
 import { useSendMessage } from './use-send-message.ts'
+import { useStopAnswer } from './use-stop-answer.ts'
 
 const SMALL_SCREEN_PX = 768
 const NO_CONVERSATIONS: never[] = []
@@ -133,6 +134,7 @@ export default function ChatPage() {
     [removeConversation, conversationId, select],
   )
   const closeSidebar = useCallback(() => setSidebarOpen(false), [])
+  const { stop, stoppingId } = useStopAnswer()
 
   if (status === 'signed-out') return <Navigate to="/login" replace />
 
@@ -146,6 +148,8 @@ export default function ChatPage() {
   }
 
   const last = items.at(-1)
+  // The answer being written (queued or streaming): Stop ends it where it is.
+  const open = [...items].reverse().find((i) => i.record && !isTerminal(i.record.status))?.record
   const regenerableKey =
     last?.record && isTerminal(last.record.status) && !sending ? last.key : null
   const available = balance.data ? balance.data.balance - balance.data.held : undefined
@@ -220,6 +224,9 @@ export default function ChatPage() {
             onSend={() => void send(draft, setDraft)}
             sending={sending}
             empty={empty}
+            streaming={!!open}
+            stopping={!!open && stoppingId === open.id}
+            onStop={() => open && void stop(open)}
           />
           <ChatFooter
             available={available}
