@@ -105,7 +105,7 @@ export class NodeRelay {
       from: this.processId,
       nodeId: session.nodeId,
       maxJobs: session.maxJobs,
-      busyJobs: this.draining
+      busyJobs: this.draining || session.draining
         ? session.maxJobs
         : Math.max(session.busyJobs, session.jobs.size + session.relayedJobs.size),
     })
