@@ -19,6 +19,18 @@ import { auditLedger, formatAudit } from '../../src/core/ledger/audit.ts'
 
 const here = (file: string) => fileURLToPath(new URL(file, import.meta.url))
 
+/** Every child started here, killed when this process exits however it exits. */
+const children = new Map<ChildProcess, NodeJS.Signals>()
+process.once('exit', () => {
+  for (const [child, signal] of children) if (child.exitCode === null && child.signalCode === null) child.kill(signal)
+})
+/** nginx gets SIGTERM (its master then stops its workers); our node processes SIGKILL. */
+const track = (child: ChildProcess, signal: NodeJS.Signals = 'SIGKILL') => {
+  children.set(child, signal)
+  child.once('exit', () => children.delete(child))
+  return child
+}
+
 export async function freePort(): Promise<number> {
   const server = createServer()
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
@@ -51,16 +63,19 @@ export class Coordinator {
     return `http://127.0.0.1:${this.port}`
   }
 
+  /** Started and listening (not while starting or stopping). */
   get running(): boolean {
-    return this.child !== null && this.child.exitCode === null && this.child.signalCode === null
+    return this.ready && this.child !== null && this.child.exitCode === null && this.child.signalCode === null
   }
+  private ready = false
 
   async start(): Promise<void> {
-    const child = fork(here('./coordinator-process.ts'), [], {
+    this.ready = false
+    const child = track(fork(here('./coordinator-process.ts'), [], {
       execArgv: ['--import', 'tsx'],
       env: { ...this.env, PORT: String(this.port) },
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
-    })
+    }))
     let errors = ''
     child.stderr!.on('data', (d) => (errors = (errors + d).slice(-4000)))
     this.child = child
@@ -69,12 +84,14 @@ export class Coordinator {
       child.once('exit', (code) => reject(new Error(`coordinator ${this.index} exited (${code}): ${errors}`)))
     })
     this.processId = ready.processId
+    this.ready = true
   }
 
   /** kill -9: no drain, no goodbye; its lease lapses. */
   async kill(): Promise<void> {
     const child = this.child
-    if (!child || !this.running) return
+    if (!child || child.exitCode !== null || child.signalCode !== null) return
+    this.ready = false
     const exited = new Promise((r) => child.once('exit', r))
     child.kill('SIGKILL')
     await exited
@@ -84,6 +101,7 @@ export class Coordinator {
   async term(): Promise<number | null> {
     const child = this.child
     if (!child || !this.running) return null
+    this.ready = false
     const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)))
     child.kill('SIGTERM')
     return exited
@@ -115,25 +133,29 @@ export class AgentProcess {
   ) {}
 
   get running(): boolean {
-    return this.child !== null && this.child.exitCode === null && this.child.signalCode === null
+    return this.ready && this.child !== null && this.child.exitCode === null && this.child.signalCode === null
   }
+  private ready = false
 
   async start(): Promise<void> {
-    const child = fork(here('./agent-process.ts'), [], {
+    this.ready = false
+    const child = track(fork(here('./agent-process.ts'), [], {
       execArgv: ['--import', 'tsx'],
       env: { ...this.env, NODE_HOME: this.home },
       stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
-    })
+    }))
     this.child = child
     await new Promise<void>((resolve, reject) => {
       child.on('message', (m: { type: string }) => m.type === 'ready' && resolve())
       child.once('exit', (code) => reject(new Error(`agent exited (${code})`)))
     })
+    this.ready = true
   }
 
   async kill(): Promise<void> {
     const child = this.child
-    if (!child || !this.running) return
+    if (!child || child.exitCode !== null || child.signalCode !== null) return
+    this.ready = false
     const exited = new Promise((r) => child.once('exit', r))
     child.kill('SIGKILL')
     await exited
@@ -142,6 +164,7 @@ export class AgentProcess {
   async term(): Promise<number | null> {
     const child = this.child
     if (!child || !this.running) return null
+    this.ready = false
     const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)))
     child.kill('SIGTERM')
     return exited
@@ -247,9 +270,9 @@ ${upstreams}
 }
 `,
     )
-    this.nginx = spawn('nginx', ['-c', join(dir, 'nginx.conf'), '-p', dir, '-e', 'stderr'], {
+    this.nginx = track(spawn('nginx', ['-c', join(dir, 'nginx.conf'), '-p', dir, '-e', 'stderr'], {
       stdio: ['ignore', 'ignore', 'pipe'],
-    })
+    }), 'SIGTERM')
     let errors = ''
     this.nginx.stderr!.on('data', (d) => (errors += d))
     this.url = `http://127.0.0.1:${port}`
