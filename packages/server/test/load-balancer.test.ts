@@ -176,9 +176,12 @@ describe.runIf(databaseUrl && redisUrl)('three coordinators behind nginx [postgr
       return r.status === 'processing' ? r : null
     }, 30_000, 'answer under way')
     const agent = nodes.find((n) => n.nodeId === running.node)!
+    const otherNode = nodes.find((n) => n !== agent)!
     expect(await agent.term()).toBe(0)
     // It sent its answer before it closed; the coordinator settles it.
     expect(await ended(id)).toMatchObject({ status: 'completed', node: agent.nodeId })
+    // The other agent is connected (it may have been reconnecting after the kills above).
+    await poll(async () => Boolean(await cluster.socketOf(otherNode.nodeId)), 30_000, 'the other node connected')
     const next = await send(pb, 'the other node')
     expect(await ended(next)).toMatchObject({ status: 'completed' })
     expect((await cluster.request(next)).node).not.toBe(agent.nodeId)
