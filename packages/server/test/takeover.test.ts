@@ -143,3 +143,37 @@ describe('drain when alone', () => {
     }
   })
 })
+
+describe.runIf(redisUrl && databaseUrl)('a restarted process with Redis [postgres]', () => {
+  it('takes over what its previous run left once that run\'s lease lapsed', async () => {
+    const first = await startTestServer('postgres', { redisUrl }, { network })
+    const shared = { redisUrl, databaseSchema: first.core.config.databaseSchema, dataDir: first.core.config.dataDir }
+    const stories = await modelId(first)
+    const { node } = await servingNode(first, stories)
+    node.script = 'hang'
+    const pb = await signUp(first, 'restarted')
+    const user = pb.authStore.record!.id
+    const running = await send(first, pb, stories, 'Hello')
+    await waitUntil(() => node.jobs.length === 1, 10_000, 'job reached the node')
+    const queued = await send(first, pb, stories, 'Tell me a story')
+    node.kill()
+    // Killed: its bus goes first, then the rest; its lease is left to lapse.
+    await first.core.bus.close()
+    await first.close()
+    const second = await startTestServer('postgres', shared, { network })
+    try {
+      await waitUntil(
+        async () => (await rowOf(second, running)).status === 'failed' && (await rowOf(second, queued)).status !== 'pending',
+        20_000,
+        'both requests taken over',
+      )
+      expect(await rowOf(second, running)).toMatchObject({ can_retry: 1, error_message: TAKEN_OVER_MESSAGE, reserved: 0 })
+      // No node is connected to the new run: the queued one ran again and found none.
+      expect(await rowOf(second, queued)).toMatchObject({ status: 'failed', can_retry: 1, reserved: 0, lease_owner: second.core.processId })
+      expect(await balanceOf(second, user)).toMatchObject({ balance: 1000, held: 0 })
+      await expectAuditPasses(second)
+    } finally {
+      await second.stop()
+    }
+  })
+})
