@@ -275,6 +275,7 @@ const postRoutes = [
   '/api/collections/conversations/records',
   '/api/chat/send',
   '/api/requests/retry',
+  '/api/requests/cancel',
   '/api/auth/start-flow',
   '/api/auth/complete-flow',
   '/api/auth/wait-flow',

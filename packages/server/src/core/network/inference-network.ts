@@ -5,6 +5,7 @@
  */
 import type { CoreApp } from '../app.ts'
 import { ChatService, MAX_OUTPUT_TOKENS } from '../chat/chat-service.ts'
+import { listenForCancels } from '../chat/stop-request.ts'
 import { HOLD_SWEEP_INTERVAL_MS, sweepStrandedHolds } from '../ledger/hold-sweep.ts'
 import { LocalLeases, RedisLeases, LEASE_TTL_MS, type ProcessLeases } from '../scheduler/leases.ts'
 import { Takeover } from '../scheduler/takeover.ts'
@@ -150,6 +151,7 @@ export async function createInferenceNetwork(
     const m = message as RecordBusMessage
     if (m.collection === 'requests' && m.action === 'delete') scheduler.onRequestDeleted(String(m.row.id))
   })
+  const stopCancelling = listenForCancels(core, scheduler)
   return {
     flows,
     registry,
@@ -187,6 +189,7 @@ export async function createInferenceNetwork(
       clearInterval(sweeper)
       stopRevoking()
       stopForgetting()
+      stopCancelling()
       canaries.close()
       scores.close()
       scheduler.close()

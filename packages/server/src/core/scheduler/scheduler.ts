@@ -9,6 +9,7 @@
 import type { CoreApp } from '../app.ts'
 import type { Row } from '../records/serialize.ts'
 import { requireCollection } from '../collections/registry.ts'
+import { OPEN_STATUSES } from '../ledger/settlement.ts'
 import { AnswerMeter } from '../metering/answer-meter.ts'
 import type { FailureKind, NodeHealth } from '../nodes/node-health.ts'
 import type { NodeHandle, NodeRegistry, RegistryListener } from '../nodes/node-registry.ts'
@@ -16,6 +17,7 @@ import { CoalescedPublisher } from './coalesced-publisher.ts'
 import { pickNode, type NodeChoice } from './pick-node.ts'
 import { expectedJobSpeed, jobDeadlineMs } from './job-deadline.ts'
 import {
+  cancelAndPublish,
   chargeDeletedAndPublish,
   createJob,
   loadRequestRow,
@@ -37,9 +39,13 @@ import {
   type WorkItem,
 } from './work.ts'
 
+const OPEN = new Set<string>(OPEN_STATUSES)
+
 export class Scheduler implements RegistryListener {
   private queue: Work[] = []
   private byJob = new Map<string, Work>()
+  /** Every request of this scheduler, queued, being offered, running or being settled. */
+  private byRequest = new Map<string, Work>()
   private pumping = false
   private pumpAgain = false
   private timer: NodeJS.Timeout
@@ -76,7 +82,9 @@ export class Scheduler implements RegistryListener {
       publisher: null,
       row: null,
       chain: Promise.resolve(),
+      ending: false,
     }
+    this.byRequest.set(item.requestId, work)
     this.queue.push(work)
     const position = this.queue.filter((w) => w.modelId === item.modelId).length - 1
     this.onCapacity()
@@ -158,11 +166,62 @@ export class Scheduler implements RegistryListener {
   }
 
   /**
+   * Stops a request its owner cancelled (`POST /api/requests/cancel`, a `/v1` client gone): a
+   * queued one leaves the queue, a running one's node is told to stop at once; the request ends
+   * `cancelled` with the text the coordinator counted so far, paid for as produced (nothing when
+   * nothing was), its hold released. Answers a promise that settles once the request has ended
+   * (also when it was already ending: completed, failed or cancelled), or null when this
+   * scheduler does not have it (another process may).
+   */
+  cancel(requestId: string): Promise<void> | null {
+    const work = this.byRequest.get(requestId)
+    if (!work || work.canary) return null
+    if (work.ending) return work.chain
+    work.ending = true
+    const queued = this.queue.indexOf(work)
+    if (queued >= 0) this.queue.splice(queued, 1)
+    const job = work.job
+    const cancellation = {
+      requestId,
+      nodeId: '',
+      response: '',
+      tokensInput: 0,
+      tokensOutput: 0,
+      processingTimeMs: 0,
+    }
+    if (job) {
+      // What the coordinator counted of the part streamed (no claim from the node: none came).
+      const answer = job.meter.finish(null)
+      this.release(work)
+      this.registry.get(job.nodeId)?.send({ type: 'job_cancel', job_id: job.id })
+      Object.assign(cancellation, {
+        nodeId: job.nodeId,
+        response: answer.text,
+        tokensInput: work.estimatedInput,
+        tokensOutput: answer.tokensOutput,
+        processingTimeMs: job.acked ? Date.now() - job.acceptedAt : 0,
+      })
+      this.serial(work, () => setJobStatus(this.core, job.id, 'cancelled'))
+    }
+    // Being offered (between the queue and its node): dispatch sees `ending` and stops there.
+    this.end(work, async () => {
+      await cancelAndPublish(this.core, cancellation)
+    })
+    this.onCapacity()
+    return work.chain
+  }
+
+  /**
    * The request's rows are gone (its conversation or account was deleted; the deletion already
    * ended it and released its hold): drop it from the queue, or cancel its job and charge the part
    * its node had streamed. Every process hears the deletion; only the one running it acts.
    */
   onRequestDeleted(requestId: string): void {
+    const known = this.byRequest.get(requestId)
+    if (known) {
+      known.ending = true
+      this.byRequest.delete(requestId)
+    }
     const queued = this.queue.findIndex((w) => w.requestId === requestId)
     if (queued >= 0) {
       this.queue.splice(queued, 1)
@@ -285,12 +344,18 @@ export class Scheduler implements RegistryListener {
     work.row ??= await loadRequestRow(this.core, work.requestId)
     // Its rows are gone (deleted with its conversation): nothing to run, and nothing may block the
     // requests queued behind it.
-    if (!work.row) return
+    // Gone (deleted with its conversation), or ended (cancelled before it was queued here).
+    if (!work.row || work.ending || !OPEN.has(String(work.row.status))) return this.forget(work)
     const jobId = await createJob(this.core, work.requestId, nodeId).catch(async (err) => {
       if (!(await loadRequestRow(this.core, work.requestId))) return null
       throw err
     })
-    if (!jobId) return
+    if (!jobId) return this.forget(work)
+    // Cancelled while its job was being created: the offer never goes out.
+    if (work.ending) {
+      await setJobStatus(this.core, jobId, 'cancelled')
+      return
+    }
     work.tried.add(nodeId)
     work.offers++
     const deadline = this.options.deadline
@@ -355,7 +420,8 @@ export class Scheduler implements RegistryListener {
     // The whole answer reaches subscribers now; the completed record follows the settlement.
     this.publishPartial(work)
     this.release(work)
-    this.serial(work, async () => {
+    work.ending = true
+    this.end(work, async () => {
       await setJobStatus(this.core, job.id, 'completed')
       await this.health.success(nodeId, work.modelId, answer, frame.tokens_output, elapsedMs)
       if (work.canary) return work.canary.done(answer, frame.processing_time_ms)
@@ -436,7 +502,9 @@ export class Scheduler implements RegistryListener {
   }
 
   private fail(work: Work, message: string) {
-    this.serial(work, async () => {
+    if (work.ending) return
+    work.ending = true
+    this.end(work, async () => {
       await failAndPublish(this.core, work.requestId, work.user, message)
       await work.canary?.done(null, 0)
     })
@@ -451,6 +519,21 @@ export class Scheduler implements RegistryListener {
       if (now - job.lastActivity > limit) this.reassign(work, ATTEMPT_ENDED.stalled, 'stalled')
       else if (now > job.deadline) this.reassign(work, ATTEMPT_ENDED.slow, 'stalled')
     }
+  }
+
+  /** The request's last database work: once it is done, the scheduler no longer has it. */
+  private end(work: Work, task: () => Promise<void>) {
+    this.serial(work, async () => {
+      try {
+        await task()
+      } finally {
+        this.forget(work)
+      }
+    })
+  }
+
+  private forget(work: Work) {
+    if (this.byRequest.get(work.requestId) === work) this.byRequest.delete(work.requestId)
   }
 
   /** Database work of one request runs in order (accepted before done, done before anything later). */
