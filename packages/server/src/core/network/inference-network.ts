@@ -20,6 +20,7 @@ import { Canaries, defaultCanaryOptions, type CanaryOptions } from '../verificat
 import { ReferenceScores } from '../verification/reference-scores.ts'
 import { DRAIN_REASON, NO_NODE_MESSAGE, defaultSchedulerOptions, type SchedulerOptions } from '../scheduler/work.ts'
 import type { Limiter } from '../../tools/rate-limiter.ts'
+import { background } from '../../tools/background.ts'
 
 export interface NetworkOptions {
   scheduler?: Partial<SchedulerOptions>
@@ -143,7 +144,7 @@ export async function createInferenceNetwork(
   )
   const stopRevoking = core.events.on((change) => {
     if (change.collection.name === 'nodes' && change.action === 'delete') {
-      void revokeCredentials(core.database.db, String(change.row.id))
+      background(revokeCredentials(core.database.db, String(change.row.id)), 'revoking a deleted node\'s credentials')
     }
   })
   // A request deleted on any process (with its conversation or account) may be running here.
@@ -194,7 +195,7 @@ export async function createInferenceNetwork(
       scores.close()
       scheduler.close()
       registry.close()
-      void metering.dispose()
+      background(metering.dispose(), 'disposing of the tokenizers')
     },
   }
 }

@@ -16,12 +16,13 @@ import type { NodeHandle, NodeRegistry, RegistryListener } from '../nodes/node-r
 import { CoalescedPublisher } from './coalesced-publisher.ts'
 import { pickNode, type NodeChoice } from './pick-node.ts'
 import { expectedJobSpeed, jobDeadlineMs } from './job-deadline.ts'
+import { background } from '../../tools/background.ts'
+import { failAndPublish as failOnce } from './request-writes.ts'
 import {
   cancelAndPublish,
   chargeDeletedAndPublish,
   createJob,
   loadRequestRow,
-  failAndPublish,
   markProcessing,
   setJobStatus,
   settleAndPublish,
@@ -42,6 +43,9 @@ import {
 const OPEN = new Set<string>(OPEN_STATUSES)
 
 export class Scheduler implements RegistryListener {
+  /** Queued requests whose choice of a node failed on a database error, and how often. */
+  private chooseFailures = new WeakMap<Work, number>()
+  private retryTimer: NodeJS.Timeout | null = null
   private queue: Work[] = []
   private byJob = new Map<string, Work>()
   /** Every request of this scheduler, queued, being offered, running or being settled. */
@@ -107,7 +111,7 @@ export class Scheduler implements RegistryListener {
   }
 
   onCapacity(): void {
-    void this.pump()
+    background(this.pump(), 'scheduler pump')
   }
 
   onNodeGone(nodeId: string): void {
@@ -266,7 +270,9 @@ export class Scheduler implements RegistryListener {
 
   close(): void {
     this.closed = true
+    closedCores.add(this.core)
     clearInterval(this.timer)
+    if (this.retryTimer) clearTimeout(this.retryTimer)
     for (const w of this.byJob.values()) w.publisher?.stop()
   }
 
@@ -291,7 +297,10 @@ export class Scheduler implements RegistryListener {
       do {
         this.pumpAgain = false
         for (const work of [...this.queue]) {
-          const choice = await this.choose(work)
+          const choice = await this.choose(work).catch((err: unknown) =>
+            this.chooseFailed(work, err),
+          )
+          if (!choice) continue
           // Deleted (or otherwise taken out) while the choice was made.
           const index = this.queue.indexOf(work)
           if (index < 0) continue
@@ -423,22 +432,35 @@ export class Scheduler implements RegistryListener {
     work.ending = true
     this.end(work, async () => {
       await setJobStatus(this.core, job.id, 'completed')
-      await this.health.success(nodeId, work.modelId, answer, frame.tokens_output, elapsedMs)
-      if (work.canary) return work.canary.done(answer, frame.processing_time_ms)
-      const tokensOutput = answer.tokensOutput
-      const outcome = await settleAndPublish(this.core, {
-        requestId: work.requestId,
-        nodeId,
-        response: answer.text,
-        // Input as counted when the hold was sized; output as the coordinator counted it.
-        tokensInput: work.estimatedInput,
-        tokensOutput,
-        processingTimeMs: frame.processing_time_ms,
-      })
-      // Deleted while its answer was being settled: the deletion released the hold, so the answer
-      // the user saw is charged like any deleted request's streamed part.
-      if (outcome === 'deleted')
-        await chargeDeletedAndPublish(this.core, work, nodeId, tokensOutput)
+      // The node's record is secondary: a failed write of it must not keep the answer unsettled.
+      await this.health
+        .success(nodeId, work.modelId, answer, frame.tokens_output, elapsedMs)
+        .catch((err: unknown) => console.error('recording a node success failed:', err))
+      try {
+        if (work.canary) return await work.canary.done(answer, frame.processing_time_ms)
+        const tokensOutput = answer.tokensOutput
+        const outcome = await settleAndPublish(this.core, {
+          requestId: work.requestId,
+          nodeId,
+          response: answer.text,
+          // Input as counted when the hold was sized; output as the coordinator counted it.
+          tokensInput: work.estimatedInput,
+          tokensOutput,
+          processingTimeMs: frame.processing_time_ms,
+        })
+        // Deleted while its answer was being settled: the deletion released the hold, so the
+        // answer the user saw is charged like any deleted request's streamed part.
+        if (outcome === 'deleted')
+          await chargeDeletedAndPublish(this.core, work, nodeId, tokensOutput)
+      } catch (err) {
+        // The settlement's transaction did not commit (a database error): the request must not
+        // stay open with its hold. It fails retryable, nothing charged. When the settlement did
+        // commit and only what followed failed, the request is no longer open and this changes
+        // nothing.
+        console.error(`settling request ${work.requestId} failed:`, err)
+        await failAndPublish(this.core, work.requestId, work.user, SAVE_FAILED_MESSAGE)
+        await work.canary?.done(null, 0)
+      }
     })
     this.onCapacity()
   }
@@ -510,6 +532,34 @@ export class Scheduler implements RegistryListener {
     })
   }
 
+  /**
+   * Choosing a node read the database and failed: the request stays queued and the queue is
+   * looked at again shortly; after CHOOSE_RETRIES such failures the request fails retryable
+   * rather than wait for ever.
+   */
+  private chooseFailed(work: Work, err: unknown): null {
+    // Reads cut off by shutdown are expected; restart recovery deals with their requests.
+    if (this.closed) return null
+    const failures = (this.chooseFailures.get(work) ?? 0) + 1
+    console.error(`choosing a node for request ${work.requestId} failed (${failures}):`, err)
+    if (failures >= CHOOSE_RETRIES) {
+      this.chooseFailures.delete(work)
+      const index = this.queue.indexOf(work)
+      if (index >= 0) this.queue.splice(index, 1)
+      this.fail(work, NO_NODE_MESSAGE)
+      return null
+    }
+    this.chooseFailures.set(work, failures)
+    if (!this.retryTimer) {
+      this.retryTimer = setTimeout(() => {
+        this.retryTimer = null
+        this.onCapacity()
+      }, CHOOSE_RETRY_MS)
+      this.retryTimer.unref()
+    }
+    return null
+  }
+
   private checkStalls() {
     const now = Date.now()
     for (const work of [...this.byJob.values()]) {
@@ -557,5 +607,45 @@ export class Scheduler implements RegistryListener {
     const waiters = this.idleWaiters
     this.idleWaiters = []
     waiters.forEach((w) => w())
+  }
+}
+
+/** What a user sees when the answer came but could not be saved (a database error). */
+export const SAVE_FAILED_MESSAGE = 'The answer could not be saved. Please try again.'
+/** Ending a request on a database error: tries, and the first and longest pause between them
+ * (0.25 s doubling to 15 s: about a minute in all). */
+const END_RETRIES = 8
+const END_RETRY_MS = 250
+const END_RETRY_MAX_MS = 15_000
+/** Failed choices of a node (database errors) before a queued request fails, and the pause
+ * before the queue is looked at again. */
+const CHOOSE_RETRIES = 5
+const CHOOSE_RETRY_MS = 1000
+
+/** Cores whose scheduler has closed (shutdown): their failed writes are not retried. */
+const closedCores = new WeakSet<CoreApp>()
+
+/**
+ * Fails a request retryable and publishes it (request-writes.ts), retrying a database error with
+ * a growing pause for about a minute, so a passing fault never leaves a request open with its
+ * hold; after that, or once the scheduler has closed, restart recovery and the takeover of
+ * requests end it.
+ */
+async function failAndPublish(
+  core: CoreApp,
+  requestId: string,
+  user: string,
+  message: string,
+): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await failOnce(core, requestId, user, message)
+    } catch (err) {
+      if (closedCores.has(core) || attempt + 1 >= END_RETRIES) throw err
+      console.error(`failing request ${requestId} failed, retrying:`, err)
+      await new Promise((r) =>
+        setTimeout(r, Math.min(END_RETRY_MAX_MS, END_RETRY_MS * 2 ** attempt)).unref(),
+      )
+    }
   }
 }
