@@ -62,6 +62,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
       .catch((err) => console.error('drain failed', err))
       .then(() => (localNode ? localNode.agent.stop().catch(() => {}) : undefined))
       .then(() => server.close())
+      .catch((err) => console.error('shutdown failed', err))
       .finally(() => process.exit(0))
   })
 }

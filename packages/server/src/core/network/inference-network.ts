@@ -109,9 +109,13 @@ export async function createInferenceNetwork(
   )
   const handOffs = new Set<Promise<void>>()
   scheduler.handOff = (work) => {
-    const p = takeover.handOff(work).catch((err) => console.error('hand-off failed', err))
+    const p: Promise<void> = takeover
+      .handOff(work)
+      .catch((err) => console.error('hand-off failed', err))
+      .then(() => {
+        handOffs.delete(p)
+      })
     handOffs.add(p)
-    void p.finally(() => handOffs.delete(p))
   }
   let startTimer: NodeJS.Timeout | null = null
   let recoverPrevious = async () => 0
@@ -125,7 +129,9 @@ export async function createInferenceNetwork(
       leftOpen.clear()
       return takeover.recover(ids)
     }
-    const recover = () => recoverPrevious().catch((err) => console.error('restart recovery failed', err))
+    const recover = () => {
+      recoverPrevious().catch((err) => console.error('restart recovery failed', err))
+    }
     if (leftOpen.size) startTimer = setTimeout(recover, options.restartGraceMs ?? 5000)
     startTimer?.unref()
   }

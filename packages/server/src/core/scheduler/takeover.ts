@@ -50,14 +50,16 @@ export class Takeover {
   ) {
     this.unsubscribe = deps.core.bus.subscribe(CHANNEL, (m) => {
       const message = m as LeaseMessage
-      if (message.kind === 'handoff' && message.from !== deps.core.processId) void this.sweep()
+      if (message.kind === 'handoff' && message.from !== deps.core.processId) this.sweep().catch(() => {})
     })
   }
 
   /** Scaled out: sweeps now (what dead processes left), then every interval. */
   async start(): Promise<void> {
     await this.sweep()
-    this.timer = setInterval(() => void this.sweep(), this.intervalMs)
+    this.timer = setInterval(() => {
+      this.sweep().catch(() => {})
+    }, this.intervalMs)
     this.timer.unref()
   }
 
