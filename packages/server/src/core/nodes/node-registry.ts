@@ -64,6 +64,8 @@ export class NodeSession implements NodeHandle {
   chain: Promise<void> = Promise.resolve()
   /** The backend class the node's hello reported. */
   backend = 'unknown'
+  /** The node said it is shutting down: its jobs finish, it gets no new ones. */
+  draining = false
 
   constructor(
     readonly nodeId: string,
@@ -77,7 +79,7 @@ export class NodeSession implements NodeHandle {
   fullUntil = 0
 
   get freeSlots(): number {
-    if (!this.helloed || !this.open || Date.now() < this.fullUntil) return 0
+    if (!this.helloed || !this.open || this.draining || Date.now() < this.fullUntil) return 0
     return Math.max(0, this.maxJobs - this.jobs.size - this.relayedJobs.size)
   }
 
@@ -164,6 +166,35 @@ export class NodeRegistry {
   /** A node this process can give jobs to: connected here, or (scaled out) to another process. */
   get(nodeId: string): NodeHandle | undefined {
     return this.sessions.get(nodeId) ?? this.relay?.remote(nodeId)
+  }
+
+  /**
+   * Stops a job that no process's scheduler follows any more (its process died): the node is told
+   * to cancel it, wherever its socket lives, and its slot is free again.
+   */
+  cancelOrphanJob(nodeId: string, jobId: string): void {
+    const local = this.sessions.get(nodeId)
+    if (local) {
+      this.relay?.dropRelayed(local, jobId)
+      local.send({ type: 'job_cancel', job_id: jobId })
+      this.listener?.onCapacity()
+      return
+    }
+    this.relay?.remote(nodeId)?.send({ type: 'job_cancel', job_id: jobId })
+  }
+
+  /** Draining: local nodes are announced full to the other processes from now on. */
+  startDraining(): void {
+    if (!this.relay) return
+    this.relay.draining = true
+    for (const session of this.sessions.values()) if (session.helloed) this.relay.announce(session)
+  }
+
+  /** Jobs local nodes run for other processes. */
+  get relayedJobs(): number {
+    let n = 0
+    for (const s of this.sessions.values()) n += s.relayedJobs.size
+    return n
   }
 
   attach(nodeId: string, ws: WebSocket): NodeSession {
@@ -275,6 +306,7 @@ export class NodeRegistry {
         const freed = frame.max_jobs > session.maxJobs
         session.maxJobs = frame.max_jobs
         session.busyJobs = frame.busy_jobs
+        session.draining = frame.draining === true
         const busy = Math.max(frame.busy_jobs, session.jobs.size) >= frame.max_jobs
         this.enqueue(session, () =>
           this.updateNode(session.nodeId, {
