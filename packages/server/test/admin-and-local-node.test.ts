@@ -9,6 +9,7 @@ import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { nodeAuthorizationHeader } from '@meshwork/protocol'
 import { addModel, adjustCredits, editModel } from '../src/cli/admin-commands.ts'
+import { holdCredits } from '../src/core/ledger/reservation.ts'
 import {
   ensureLocalNode,
   HOUSE_EMAIL,
@@ -70,6 +71,37 @@ describe.each(dialects)('[%s] admin commands, model downloads and the local node
       ['credit_admin', 1000],
       ['debit_admin', 50],
     ])
+  })
+
+  it('never debits credits an answer in progress holds', async () => {
+    const pb = await signUp(server, 'heldadmin')
+    const user = pb.authStore.record!
+    // An answer in progress holds 900 of the 1,000 credits (units are thousandths).
+    await holdCredits(server.core.database.db, {
+      user: user.id,
+      estimatedInput: 100,
+      maxOutput: 800,
+      minOutput: 1,
+      multiplierUnits: 1000,
+    })
+    await expect(
+      adjustCredits(server.core.database.db, {
+        email: user.email,
+        amount: 101,
+        direction: 'debit',
+      }),
+    ).rejects.toThrow(/Insufficient/)
+    expect(
+      (
+        await adjustCredits(server.core.database.db, {
+          email: user.email,
+          amount: 100,
+          direction: 'debit',
+        })
+      ).balanceAfter,
+    ).toBe(900)
+    const balance = await pb.collection('user_balances').getFirstListItem('')
+    expect(balance).toMatchObject({ balance: 900, held: 900 })
   })
 
   it('adds and edits catalogue models', async () => {

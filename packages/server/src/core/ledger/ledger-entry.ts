@@ -67,7 +67,8 @@ export async function applyEntry(
   entry: LedgerEntry,
 ): Promise<{ txId: string; balanceAfter: number }> {
   assertUnits(entry.amount)
-  if (entry.amount < 0) throw new RangeError('Ledger amounts are >= 0; the type gives the direction')
+  if (entry.amount < 0)
+    throw new RangeError('Ledger amounts are >= 0; the type gives the direction')
   await ensureBalance(trx, entry.user)
   const rule = txRule(entry.type)
   const delta = rule.sign * entry.amount
@@ -82,15 +83,20 @@ export async function applyEntry(
       updated: now,
     })
     .where('user', '=', entry.user)
-  if (delta < 0) update = update.where(sql<boolean>`balance + ${delta} >= 0`)
+  if (delta < 0) {
+    const spendable = rule.sparesHolds ? sql`balance - held` : sql`balance`
+    update = update.where(sql<boolean>`${spendable} + ${delta} >= 0`)
+  }
   const updated = await update.returning('balance').executeTakeFirst()
   if (!updated) {
     const current = await trx
       .selectFrom('user_balances')
-      .select('balance')
+      .select(['balance', 'held'])
       .where('user', '=', entry.user)
       .executeTakeFirst()
-    throw new InsufficientCreditsError(Number(current?.balance ?? 0), entry.amount)
+    const spendable =
+      Number(current?.balance ?? 0) - (rule.sparesHolds ? Number(current?.held ?? 0) : 0)
+    throw new InsufficientCreditsError(spendable, entry.amount)
   }
   const after = Number(updated.balance)
   const txId = newRecordId()

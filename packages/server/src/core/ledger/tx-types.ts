@@ -18,11 +18,16 @@ export interface TxTypeRule {
    * grants and debits, closing a deleted account) and are checked only against balances.
    */
   transfer?: string
+  /**
+   * May only take credits no request holds (`balance - held`). Otherwise a debit could leave the
+   * balance below what open requests hold, and their settlement would find nothing to charge.
+   */
+  sparesHolds?: true
 }
 
 export const txTypes = {
   credit_admin: { sign: 1 },
-  debit_admin: { sign: -1 },
+  debit_admin: { sign: -1, sparesHolds: true },
   credit_inference_request: { sign: 1, earned: 1, transfer: 'inference' },
   debit_inference_request: { sign: -1, spent: 1, transfer: 'inference' },
   /**
