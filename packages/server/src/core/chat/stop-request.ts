@@ -8,6 +8,7 @@ import type { CoreApp } from '../app.ts'
 import { OPEN_STATUSES } from '../ledger/settlement.ts'
 import { cancelAndPublish } from '../scheduler/request-writes.ts'
 import type { Scheduler } from '../scheduler/scheduler.ts'
+import { background } from '../../tools/background.ts'
 
 export const CANCEL_CHANNEL = 'request-cancel'
 
@@ -22,7 +23,9 @@ export const REMOTE_CANCEL_WAIT_MS = 5000
 export function listenForCancels(core: CoreApp, scheduler: Scheduler): () => void {
   return core.bus.subscribe(CANCEL_CHANNEL, (message) => {
     const requestId = (message as CancelMessage)?.requestId
-    if (typeof requestId === 'string') void scheduler.cancel(requestId)
+    if (typeof requestId !== 'string') return
+    const ending = scheduler.cancel(requestId)
+    if (ending) background(ending, `cancelling request ${requestId}`)
   })
 }
 
