@@ -50,6 +50,6 @@ if (config.localNode) {
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => {
     const stopNode = localNode ? localNode.agent.stop().catch(() => {}) : Promise.resolve()
-    stopNode.then(() => server.close()).finally(() => process.exit(0))
+    void stopNode.then(() => server.close()).finally(() => process.exit(0))
   })
 }

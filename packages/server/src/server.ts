@@ -113,7 +113,8 @@ export async function startServer(config: Config, extras: ServerExtras = {}): Pr
       void handleRealtimeStream(realtime, req, res, resolveOrigin(req).address)
       return
     }
-    listener(req, res)
+    // The listener answers errors itself (Hono onError); nothing is left to catch here.
+    void listener(req, res)
   })
   http.keepAliveTimeout = 65_000
   const closeGateway = attachNodeGateway(http, core.database, network.registry)

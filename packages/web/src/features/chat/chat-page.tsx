@@ -117,23 +117,10 @@ export default function ChatPage() {
   // Stable callbacks, so the memoised sidebar skips the renders a streamed answer causes.
   const creating = create.isPending
   const { mutate: createConversation } = create
-  const { mutate: updateConversation } = update
-  const { mutate: removeConversation } = remove
   const newChat = useCallback(() => {
     if (creating || !selectedModel) return
     createConversation({ model: selectedModel.id, temperature }, { onSuccess: (c) => select(c.id) })
   }, [creating, selectedModel, temperature, createConversation, select])
-  const rename = useCallback(
-    (id: string, title: string) => updateConversation({ id, title }),
-    [updateConversation],
-  )
-  const deleteConversation = useCallback(
-    (id: string) =>
-      removeConversation(id, { onSuccess: () => id === conversationId && select(null) }),
-    [removeConversation, conversationId, select],
-  )
-  const closeSidebar = useCallback(() => setSidebarOpen(false), [])
-
   if (status === 'signed-out') return <Navigate to="/login" replace />
 
   const chooseModel = (id: string) => {
