@@ -8,7 +8,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
-const mainTs = fileURLToPath(new URL('../../packages/server/src/main.ts', import.meta.url))
+// BENCH_SERVER_MAIN: another checkout's entry point (to compare two versions with one bench).
+const mainTs =
+  process.env.BENCH_SERVER_MAIN ??
+  fileURLToPath(new URL('../../packages/server/src/main.ts', import.meta.url))
 
 export interface CoordinatorProcess {
   url: string
@@ -16,11 +19,25 @@ export interface CoordinatorProcess {
   stop(): Promise<void>
 }
 
-export async function startCoordinator(port: number, env: Record<string, string> = {}): Promise<CoordinatorProcess> {
+export async function startCoordinator(
+  port: number,
+  env: Record<string, string> = {},
+  /** Node options before the entry point (--cpu-prof …). */
+  nodeArgs: string[] = [],
+): Promise<CoordinatorProcess> {
   const dataDir = mkdtempSync(join(tmpdir(), 'meshwork-bench-'))
-  const child = spawn(process.execPath, ['--import', 'tsx', mainTs], {
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', mainTs], {
     // Benchmarks sign up and send from one address faster than a person: no sign-up or chat limits.
-    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', MESHWORK_DATA_DIR: dataDir, MESHWORK_LOCAL_NODE: '0', MESHWORK_SIGNUP_LIMIT: '0', MESHWORK_CHAT_RATE_LIMIT: '0', ...env },
+    env: {
+      ...process.env,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      MESHWORK_DATA_DIR: dataDir,
+      MESHWORK_LOCAL_NODE: '0',
+      MESHWORK_SIGNUP_LIMIT: '0',
+      MESHWORK_CHAT_RATE_LIMIT: '0',
+      ...env,
+    },
     stdio: ['ignore', 'ignore', 'inherit'],
   })
   const url = `http://127.0.0.1:${port}`

@@ -189,6 +189,15 @@ describe('chat as people know it', () => {
       await box.getByText('Email: Value must be unique.').waitFor()
       expect(await box.innerText()).not.toContain('Failed to create record.')
       expect(await captureAll(anon, 'signup-taken-email')).toEqual([])
+      // The server cannot be reached: words people understand, not 'Failed to fetch'.
+      await anon.route('**/api/collections/users/**', (route) => route.abort('connectionrefused'))
+      await anon.getByRole('button', { name: 'Already have an account? Sign in' }).click()
+      await anon.getByLabel('Email').fill(owner.email)
+      await anon.getByLabel('Password').fill(owner.password)
+      await anon.getByRole('button', { name: 'Sign in' }).click()
+      await box.getByText(UNREACHABLE).waitFor()
+      expect(await box.innerText()).not.toContain('Failed to fetch')
+      expect(await captureAll(anon, 'signin-unreachable')).toEqual([])
     } finally {
       await anon.close()
     }
@@ -285,6 +294,49 @@ describe('chat as people know it', () => {
       await log().getByText(`Error: ${refusal}`).waitFor()
       expect(await composer().inputValue()).toBe(prompt)
       expect(await captureAll(page, 'chat-send-refused', chatOnly)).toEqual([])
+    } finally {
+      await setBalance(100_000)
+    }
+  })
+
+  it('gives a balance that pays only for a shorter answer a shorter one, and says so before sending', async () => {
+    const c = await conversation('Frugal Chat')
+    const prompt = 'Once upon a time there was a frog'
+    type Quote = { estimated_input: number; output_cap: number; max_output: number }
+    const ask = () =>
+      api<Quote>(
+        server,
+        'POST',
+        '/api/chat/quote',
+        { conversation_id: c.id, model_id: stories, prompt },
+        owner.token,
+      )
+    const full = await ask()
+    expect(full.output_cap).toBe(full.max_output)
+    // What the prompt and 40 answer tokens cost at 1.5 credits a token.
+    const target = (full.estimated_input + 40) * 1.5
+    await setBalance(target)
+    try {
+      expect(await ask()).toMatchObject({ output_cap: 40 })
+      await page.goto(`${server.url}/chat?c=${c.id}`)
+      await composer().fill(prompt)
+      await page.getByText('Your balance pays for a shorter answer: up to 40 tokens').waitFor()
+      expect(await captureAll(page, 'chat-shorter-answer', chatOnly)).toEqual([])
+      // The hold the send takes, as the request row carries it while the answer is made.
+      const holds: number[] = []
+      const off = server.core.events.on((change) => {
+        if (change.collection.name === 'requests' && change.row.conversation === c.id)
+          holds.push(Number(change.row.reserved))
+      })
+      await composer().press('Enter')
+      const [request] = await completed(c.id, 1).finally(off)
+      // Accepted, not refused: the hold was what the balance pays for, the answer within it.
+      expect(Math.max(...holds)).toBe(toUnits(target))
+      expect(Number(request.tokens_output)).toBeGreaterThan(0)
+      expect(Number(request.tokens_output)).toBeLessThanOrEqual(40)
+      await log()
+        .getByText(/^Cost: \d+ tokens$/)
+        .waitFor({ timeout: 60_000 })
     } finally {
       await setBalance(100_000)
     }

@@ -10,8 +10,11 @@ import type { Browser, BrowserContext, Locator, Page } from 'playwright-core'
 import { addModel } from '../../packages/server/src/cli/admin-commands.ts'
 import { startFakeHub, type FakeHub } from '../../packages/server/test/support/fake-hub.ts'
 import { launchBrowser, screenshot, seriousViolations } from '../harness/browser.ts'
+import { captureAll } from '../harness/capture.ts'
 import {
+  api,
   createUser,
+  modelId,
   openAs,
   startCoordinator,
   waitUntil,
@@ -171,6 +174,15 @@ describe('downloads that recover (Edit Node dialog, real node)', () => {
     // Delete the downloaded copy first (with the spec's confirmation), then make it fail for good.
     const row = rowOf(dialog, 'Gone Model')
     await row.getByRole('button', { name: 'Delete' }).click()
+    // The spec's question in an in-app dialog over the Edit Node dialog (no native box).
+    const ask = page.getByRole('alertdialog')
+    await ask
+      .getByText(
+        'Are you sure you want to delete this model? This will remove the downloaded files from your node.',
+      )
+      .waitFor()
+    expect(await captureAll(page, 'node-model-delete-confirm')).toEqual([])
+    await ask.getByRole('button', { name: 'Delete' }).click()
     await row.getByRole('button', { name: 'Download' }).waitFor({ timeout: 30_000 })
     hub.publish('acme/gone', 'gone.gguf', { bytes: Buffer.from('not the right bytes') })
     await row.getByRole('button', { name: 'Download' }).click()
@@ -189,6 +201,10 @@ describe('downloads that recover (Edit Node dialog, real node)', () => {
     await row.getByRole('button', { name: 'Start Serving' }).waitFor({ timeout: 30_000 })
     await row.getByRole('button', { name: 'Start Serving' }).click()
     await row.getByText(/Serving · \d+\.\d tok\/s/).waitFor({ timeout: 30_000 })
+    const toggle = dialog.getByRole('switch', { name: 'Node Status' })
+    if ((await toggle.getAttribute('aria-checked')) !== 'true') await toggle.click()
+    await dialog.getByText('Active', { exact: true }).waitFor()
+    expect(await toggle.getAttribute('class')).toContain('bg-emerald')
     await screenshot(page, 'serving-before-stop')
     await node!.stop()
     node = undefined
@@ -196,11 +212,47 @@ describe('downloads that recover (Edit Node dialog, real node)', () => {
       timeout: 30_000,
     })
     expect(await row.getByText(/Serving ·/).count()).toBe(0)
+    // Its Active switch does not look live either: grey, and it says why.
+    await dialog.getByText('Active · offline: takes no requests until it reconnects').waitFor()
+    expect(await toggle.getAttribute('class')).not.toContain('bg-emerald')
     await everyView('node-offline', async (d) => {
       const r = rowOf(d, 'Stories 260K')
       await r.getByText('Offline · serves again when the node reconnects').waitFor()
       expect(await d.getByText(/Serving ·/).count()).toBe(0)
       return r
     })
+    // The node table: what it last served, marked offline; Active, marked offline.
+    await page.keyboard.press('Escape')
+    await dialog.waitFor({ state: 'hidden' })
+    const tableRow = page.getByRole('row', { name: /Download Box/ })
+    await tableRow.getByText('Stories 260K · offline').waitFor()
+    await tableRow.getByText('Active · offline').waitFor()
+    expect(await captureAll(page, 'nodes-table-offline')).toEqual([])
+  })
+
+  it('says in the chat that no node is online (not that none serves the model)', async () => {
+    const stories = await modelId(server)
+    const c = await api<{ id: string }>(
+      server,
+      'POST',
+      '/api/collections/conversations/records',
+      { model: stories, title: 'Offline Chat' },
+      owner.token,
+    )
+    await page.goto(`${server.url}/chat?c=${c.id}`)
+    const banner = page.getByRole('alert').filter({ hasText: 'Model Unavailable' })
+    await banner
+      .getByText(/^No nodes are online, so new messages cannot be sent\./)
+      .waitFor({ timeout: 30_000 })
+    expect(await banner.getByText(/serving/).count()).toBe(0)
+    const closeSidebar = async (p: Page) => {
+      const close = p
+        .getByRole('complementary', { name: 'Conversations' })
+        .getByRole('button', { name: 'Close sidebar' })
+      if (await close.isVisible()) await close.click()
+    }
+    expect(await captureAll(page, 'chat-banner-no-node-online', { phone: closeSidebar })).toEqual(
+      [],
+    )
   })
 })

@@ -43,7 +43,7 @@ describe('with a real node', () => {
     browser = await launchBrowser()
     owner = await createUser(server, 'owner')
     page = await browser.newPage({ viewport: { width: 1280, height: 800 } })
-    // Confirmations (delete model, delete conversation) are answered yes and remembered.
+    // A native box (there should be none: confirmations are in-app) is recorded and accepted.
     page.on('dialog', (d) => {
       dialogs.push(d.message())
       void d.accept()
@@ -137,10 +137,17 @@ describe('with a real node', () => {
     await row.getByRole('button', { name: 'Stop Serving' }).click()
     await row.getByRole('button', { name: 'Start Serving' }).waitFor({ timeout: 30_000 })
     await row.getByRole('button', { name: 'Delete' }).click()
+    // An in-app dialog with the spec's question (no native confirm box).
+    const ask = page.getByRole('alertdialog')
+    await ask
+      .getByText(
+        'Are you sure you want to delete this model? This will remove the downloaded files from your node.',
+      )
+      .waitFor()
+    await screenshot(page, 'edit-node-delete-confirm')
+    await ask.getByRole('button', { name: 'Delete' }).click()
     await row.getByRole('button', { name: 'Download' }).waitFor({ timeout: 30_000 })
-    expect(dialogs).toContain(
-      'Are you sure you want to delete this model? This will remove the downloaded files from your node.',
-    )
+    expect(dialogs).toEqual([])
     const left = await server.core.database.db
       .selectFrom('node_models')
       .select('id')

@@ -2,7 +2,8 @@
  * Security headers against the real coordinator and the built web app in Chromium: every screen
  * runs under the app's Content-Security-Policy with no `securitypolicyviolation` event and no
  * console error; the check itself is shown to catch a violation; the API and the app send nosniff,
- * no-referrer and frame-ancestors 'none', and the app cannot be framed by another site.
+ * no-referrer and frame-ancestors 'none', and the app cannot be framed by another site; the approve
+ * page names the device from the flow, not from its URL.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
@@ -228,6 +229,22 @@ describe('security headers and the content security policy', () => {
     expect(apiRes.headers.get('content-security-policy')).toBe(
       "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
     )
+  })
+
+  it('the approve page names the device from the flow, never from a link that says otherwise', async () => {
+    const { page, problems } = await watched()
+    const flow = await api<{ approve_url: string }>(server, 'POST', '/api/auth/start-flow', {
+      device_name: 'Real Laptop',
+    })
+    const url = new URL(flow.approve_url)
+    // A link forged to make the owner approve "their bank": the URL's label is not believed.
+    url.searchParams.set('device', 'Your Bank (official)')
+    await openAs(page, server, user, `${url.pathname}${url.search}`)
+    await page.getByRole('button', { name: 'Approve Connection' }).waitFor()
+    await page.getByText('Real Laptop').first().waitFor()
+    expect(await page.getByText('Your Bank (official)').count()).toBe(0)
+    expect(await page.locator('body').innerText()).not.toContain('Your Bank')
+    expect(await problems()).toEqual([])
   })
 
   it('cannot be framed by another site', async () => {

@@ -69,3 +69,16 @@ export type {
   ScoreFailedFrame,
   ScoredPosition,
 } from './node-protocol.ts'
+export {
+  REQUEST_STATUSES,
+  OPEN_REQUEST_STATUSES,
+  requestStatusSchema,
+  isEndedRequestStatus,
+  CANCEL_REQUEST_PATH,
+  cancelRequestBodySchema,
+} from './requests.ts'
+export type {
+  RequestStatus,
+  CancelRequestBody,
+  CancelRequestAnswer,
+} from './requests.ts'

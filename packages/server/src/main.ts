@@ -7,6 +7,9 @@ import { fileURLToPath } from 'node:url'
 import { configFromEnv } from './config.ts'
 import { localNodeHome, startLocalNode, type LocalNode } from './local-node/start-local-node.ts'
 import { startServer } from './server.ts'
+import { logUnhandledRejections } from './tools/process-guards.ts'
+
+logUnhandledRejections('coordinator')
 
 // The shared test models next to the project are the default mirror on a fresh checkout.
 const defaultMirror = fileURLToPath(new URL('../../../../shared/models', import.meta.url))

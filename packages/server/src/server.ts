@@ -31,6 +31,7 @@ import { OpenAiApi } from './core/openai/completions.ts'
 import { createInferenceNetwork, type InferenceNetwork, type NetworkOptions } from './core/network/inference-network.ts'
 import { localNodeHome } from './local-node/start-local-node.ts'
 import { join } from 'node:path'
+import { background } from './tools/background.ts'
 
 export interface RunningServer {
   core: CoreApp
@@ -110,11 +111,17 @@ export async function startServer(config: Config, extras: ServerExtras = {}): Pr
     res.setHeader('Access-Control-Allow-Origin', '*')
     setSecurityHeaders(res)
     if (req.method === 'GET' && req.url?.split('?')[0] === '/api/realtime') {
-      void handleRealtimeStream(realtime, req, res, resolveOrigin(req).address)
+      // Opening a stream reads Redis when scaled out: unreachable, the client gets a 503 it can
+      // retry, and the process goes on.
+      handleRealtimeStream(realtime, req, res, resolveOrigin(req).address).catch((err) => {
+        console.error('realtime stream failed:', err)
+        if (res.headersSent) return res.destroy()
+        res.writeHead(503, { 'Content-Type': 'application/json' })
+        res.end(JSON.stringify({ data: {}, message: 'Realtime is unavailable, try again.', status: 503 }))
+      })
       return
     }
-    // The listener answers errors itself (Hono onError); nothing is left to catch here.
-    void listener(req, res)
+    background(listener(req, res), 'HTTP request')
   })
   http.keepAliveTimeout = 65_000
   const closeGateway = attachNodeGateway(http, core.database, network.registry)

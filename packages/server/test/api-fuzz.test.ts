@@ -111,6 +111,7 @@ describe.each(dialects)('the API under random requests [%s]', (dialect) => {
           '/api/auth/wait-flow',
           '/api/chat/send',
           '/api/requests/retry',
+          '/api/requests/cancel',
           '/api/realtime',
           '/api/system/health',
         ),

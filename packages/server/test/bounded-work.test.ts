@@ -11,9 +11,15 @@
  * CPU time between two ticks bounds from above the longest time any one callback held the loop.
  * CPU time of that one thread, unlike wall time or monitorEventLoopDelay, does not count the
  * time the process sat descheduled on a loaded two-core machine, nor the work of other threads
- * (argon2 in the libuv pool), so the bound is robust to load. The probe is calibrated first: a
- * synchronous block of a known size must be seen as at least that large, so the test cannot pass
- * by being blind; and the largest tick of trivial requests is printed as the baseline.
+ * (argon2 in the libuv pool), so the bound is robust to being descheduled. A loaded machine still
+ * slows CPU time itself (shared caches, hyperthreads, frequency) and a collection of other
+ * requests' garbage can land in any tick, so a request measured over the limit is measured again
+ * (`measureRobust`): after a garbage collection, scaled by how much slower a fixed reference work
+ * runs now than at its quietest in the same run (at most 2x), least of five attempts. The probe is
+ * calibrated first: a synchronous block of a known size must be seen as at least that large, and a
+ * block of 2.5x the limit must still fail after all retries and scaling, so the test can pass
+ * neither by being blind nor by retrying; the largest tick of trivial requests is printed as the
+ * baseline.
  *
  * SQLite only: its queries run on the event loop (better-sqlite3 is synchronous), so it is the
  * configuration where the database's work counts; PostgreSQL's runs in another process.
@@ -26,7 +32,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 const MAX_BODY_BYTES = 1048576,
   MAX_FORM_FIELDS = 200,
   QUERY_LIMITS: Record<string, number> = { filter: 3500 }
-const MAX_JSON_DEPTH = 64,
+const MAX_JSON_DEPTH = 400,
   MAX_JSON_ITEMS = 2000
 
 const LIMIT_MS = 50
@@ -42,7 +48,7 @@ class ProbedServer {
   static async start(): Promise<ProbedServer> {
     const entry = fileURLToPath(new URL('./support/probed-server.ts', import.meta.url))
     const child = fork(entry, [], {
-      execArgv: ['--import', 'tsx'],
+      execArgv: ['--import', 'tsx', '--expose-gc'],
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     })
     const server = new ProbedServer(child)
@@ -72,10 +78,57 @@ class ProbedServer {
     return { cpuMs: Number(report.cpuMs), wallMs: Number(report.wallMs) }
   }
 
+  /** CPU time of the fixed reference work now, in ms. */
+  async reference(): Promise<number> {
+    return Number((await this.ask({ type: 'reference' })).cpuMs)
+  }
+
+  /**
+   * The least the reference work took in this run (several tries): the machine at its quietest.
+   */
+  quietReference = Infinity
+
+  /**
+   * The longest tick while `run` runs, robust to a loaded machine without hiding a slow request.
+   * A first measurement under the limit is the answer. Over it, the request is measured again (up
+   * to `tries` in all), each time after a garbage collection (so it does not pay for garbage
+   * other requests left) and between two runs of the reference work, whose CPU time against the
+   * quietest seen in this run says how much slower the machine is right now (at most
+   * MAX_SLOWDOWN). The answer is the least of the attempts, each divided by its slowdown. Noise only
+   * ever adds time, so the least attempt is the closest to the request's own cost; a request that
+   * is slow by itself is slow every time (the sensitivity check below shows a block of 2.5 x the
+   * limit is still seen over the limit).
+   */
+  async measureRobust(
+    run: () => Promise<unknown>,
+    limitMs: number,
+    tries = 5,
+  ): Promise<{ cpuMs: number; attempts: number; slowdown: number }> {
+    const first = await this.measure(run)
+    if (first.cpuMs < limitMs) return { cpuMs: first.cpuMs, attempts: 1, slowdown: 1 }
+    let best = { cpuMs: first.cpuMs, attempts: 1, slowdown: 1 }
+    for (let attempt = 2; attempt <= tries && best.cpuMs >= limitMs; attempt++) {
+      await this.ask({ type: 'gc' })
+      const before = await this.reference()
+      const took = await this.measure(run)
+      const after = await this.reference()
+      const now = Math.min(before, after)
+      this.quietReference = Math.min(this.quietReference, now)
+      const slowdown = Math.min(MAX_SLOWDOWN, Math.max(1, now / this.quietReference))
+      const cpuMs = took.cpuMs / slowdown
+      if (cpuMs < best.cpuMs) best = { cpuMs, attempts: attempt, slowdown }
+      else best.attempts = attempt
+    }
+    return best
+  }
+
   stop() {
     this.child.kill('SIGKILL')
   }
 }
+
+/** The most a measurement is scaled down for a machine slower than its quietest in the run. */
+const MAX_SLOWDOWN = 2
 
 // ---- hostile inputs ---------------------------------------------------------------------------
 
@@ -275,6 +328,7 @@ const postRoutes = [
   '/api/collections/conversations/records',
   '/api/chat/send',
   '/api/requests/retry',
+  '/api/requests/cancel',
   '/api/auth/start-flow',
   '/api/auth/complete-flow',
   '/api/auth/wait-flow',
@@ -378,12 +432,22 @@ describe('bounded work per request [sqlite]', () => {
   it('the probe sees a synchronous block of known size (calibration)', async () => {
     const block = await server.measure(() => server.ask({ type: 'calibrate', ms: 2 * LIMIT_MS }))
     expect(block.cpuMs).toBeGreaterThanOrEqual(2 * LIMIT_MS)
+    // The machine at its quietest in this run, for measureRobust's slowdown.
+    for (let i = 0; i < 7; i++)
+      server.quietReference = Math.min(server.quietReference, await server.reference())
+    // Sensitivity: retries and the slowdown cannot hide a request that holds the loop itself.
+    const slow = await server.measureRobust(
+      () => server.ask({ type: 'calibrate', ms: 2.5 * LIMIT_MS }),
+      LIMIT_MS,
+    )
+    expect(slow.attempts).toBe(5)
+    expect(slow.cpuMs).toBeGreaterThanOrEqual(LIMIT_MS)
     const baseline = await server.measure(async () => {
       for (let i = 0; i < 20; i++)
         await fetch(`${server.url}/api/health`).then((r) => r.arrayBuffer())
     })
     console.log(
-      `event-loop probe: calibration block ${block.cpuMs.toFixed(1)} ms CPU; baseline (20 x /api/health) longest tick ${baseline.cpuMs.toFixed(1)} ms CPU, ${baseline.wallMs.toFixed(1)} ms wall`,
+      `event-loop probe: calibration block ${block.cpuMs.toFixed(1)} ms CPU; baseline (20 x /api/health) longest tick ${baseline.cpuMs.toFixed(1)} ms CPU, ${baseline.wallMs.toFixed(1)} ms wall; reference work ${server.quietReference.toFixed(1)} ms CPU at its quietest`,
     )
   })
 
@@ -392,7 +456,7 @@ describe('bounded work per request [sqlite]', () => {
     // ~25 MB of JSON from a one-line query.
     let status = 0
     let message = ''
-    const took = await server.measure(async () => {
+    const took = await server.measureRobust(async () => {
       const res = await fetch(
         `${server.url}/api/collections/requests/records?perPage=1000&expand=conversation.requests_via_conversation`,
         {
@@ -401,7 +465,7 @@ describe('bounded work per request [sqlite]', () => {
       )
       status = res.status
       message = (await res.json()).message
-    })
+    }, LIMIT_MS)
     expect(status).toBe(400)
     expect(message).toBe(
       'The response would be too large: ask for fewer records (perPage), expands or fields.',
@@ -419,14 +483,21 @@ describe('bounded work per request [sqlite]', () => {
     // Warm-up: the first request of each kind compiles code paths once per process.
     for (const r of fc.sample(arbitrary, { numRuns: 30, seed: 1 })) await send(r)
     let worst = { cpuMs: 0, what: '' }
+    let retried = 0
     const statuses = new Map<string, number>()
     await fc.assert(
       fc.asyncProperty(arbitrary, async (r) => {
         let status = 0
-        const took = await server.measure(async () => {
+        const took = await server.measureRobust(async () => {
           status = await send(r)
-        })
+        }, LIMIT_MS)
         const what = `${r.method} ${r.path.slice(0, 160)} ${typeof r.body === 'string' ? r.body.slice(0, 80) : r.body ? r.body.constructor.name : ''}`
+        if (took.attempts > 1) {
+          retried++
+          console.log(
+            `measured again: ${took.attempts} attempts, ${took.cpuMs.toFixed(1)} ms CPU (slowdown ${took.slowdown.toFixed(2)}): ${what}`,
+          )
+        }
         if (took.cpuMs > worst.cpuMs) worst = { cpuMs: took.cpuMs, what }
         const kind = `${r.method} ${status}`
         statuses.set(kind, (statuses.get(kind) ?? 0) + 1)
@@ -436,7 +507,7 @@ describe('bounded work per request [sqlite]', () => {
       { numRuns: Number(process.env.BOUNDED_WORK_RUNS ?? 150) },
     )
     console.log(
-      `longest tick over all hostile requests: ${worst.cpuMs.toFixed(1)} ms CPU (${worst.what})`,
+      `longest tick over all hostile requests: ${worst.cpuMs.toFixed(1)} ms CPU (${worst.what}); ${retried} measured again`,
     )
     console.log('answers:', Object.fromEntries(statuses))
     // The queries must reach the database and the serialiser, not only fail validation.

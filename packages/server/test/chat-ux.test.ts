@@ -318,6 +318,7 @@ describe.each(dialects)('[%s] chat that behaves like the chats people know', (di
       estimated_input: Math.floor(prompt.length / 4),
       max_cost: Math.floor(prompt.length / 4) + 100,
       output_cap: 100,
+      max_output: 100,
     })
     const sent = await send(pb, { conversation_id: conv.id, model_id: stories, prompt })
     const balance = await db()

@@ -67,12 +67,25 @@ describe.runIf(redisUrl)('health when Redis goes away [redis]', () => {
       status: 'degraded',
       services: { database: true, redis: false },
     })
+    // A realtime stream cannot be registered without Redis: a 503 to retry, and the process
+    // goes on (the failure is caught, not an unhandled rejection).
+    const stream = await fetch(`${server.url}/api/realtime`)
+    expect(stream.status).toBe(503)
+    expect(await stream.json()).toEqual({
+      data: {},
+      message: 'Realtime is unavailable, try again.',
+      status: 503,
+    })
     await cut.restore()
     await waitUntil(async () => (await health(server)).status === 200, 30_000, 'healthy again')
     expect(await systemHealth(server)).toMatchObject({
       status: 'healthy',
       services: { database: true, redis: true },
     })
+    const again = new AbortController()
+    const reopened = await fetch(`${server.url}/api/realtime`, { signal: again.signal })
+    expect(reopened.status).toBe(200)
+    again.abort()
   })
 })
 

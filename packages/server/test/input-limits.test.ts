@@ -103,6 +103,7 @@ describe('input limits', () => {
         'prompt',
       ],
       ['/api/requests/retry', { request_id: 'r'.repeat(256) }, 'request_id'],
+      ['/api/requests/cancel', { request_id: 'r'.repeat(256) }, 'request_id'],
       [
         '/api/auth/wait-flow',
         { state_token: 's', device_secret: 'd'.repeat(100_000) },

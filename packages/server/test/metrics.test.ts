@@ -59,6 +59,19 @@ describe('metrics', () => {
       expect(text).toContain('process_cpu_seconds_total')
     })
 
+    it('count database statements: a list runs at least one, a create at least its transaction', async () => {
+      const pb = await signUp(server, 'counted')
+      const before = sample(await scrape(), 'meshwork_db_statements_total')!
+      await pb.collection('conversations').getList(1, 5)
+      const afterList = sample(await scrape(), 'meshwork_db_statements_total')!
+      expect(afterList).toBeGreaterThan(before)
+      await pb.collection('conversations').create({ title: 'Counted too' })
+      // BEGIN, the insert and COMMIT at least.
+      expect(sample(await scrape(), 'meshwork_db_statements_total')! - afterList).toBeGreaterThanOrEqual(3)
+      // Without Redis there is no bus traffic to count.
+      expect(sample(await scrape(), 'meshwork_bus_messages_total', 'direction="out"')).toBeUndefined()
+    })
+
     it('show nodes, the scheduler and finished chat requests', async () => {
       const stories = await modelId(server)
       const { node } = await servingNode(server, stories)

@@ -10,10 +10,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Config } from '../src/config.ts'
 import { modelId } from './fixtures.ts'
 import { signUp, startTestServer, type TestServer } from './harness.ts'
+import { adjustBalance } from './support/ledger.ts'
 import { postJson, servingNode } from './support/network.ts'
 import { PROXY_ADDRESS, requestFrom, startNginx } from './support/proxy.ts'
 
 const noDelays = { freeAttempts: 1000, maxDelayMs: 0 }
+
 const loginPath = '/api/collections/users/auth-with-password'
 let n = 0
 const email = (name: string) => `${name}${Date.now().toString(36)}${n++}@example.com`
@@ -192,6 +194,37 @@ describe('chat send limit (MESHWORK_CHAT_RATE_LIMIT)', () => {
     expect((await postJson(server, '/api/chat/send', body, pb.authStore.token)).status).toBe(200)
     expect((await postJson(server, '/api/chat/send', body, pb.authStore.token)).status).toBe(429)
   })
+
+  it('0 means no limit', async () => {
+    const unlimited = await startTestServer('sqlite', { chatRateLimit: 0 })
+    try {
+      const model = await modelId(unlimited)
+      const { node } = await servingNode(unlimited, model)
+      node.chunks = ['Hi']
+      const pb = await signUp(unlimited, 'unlimited')
+      await adjustBalance(unlimited, pb.authStore.record!.id, 100_000)
+      // More than the default limit (20), each in a conversation of its own.
+      const conversations = await Promise.all(
+        Array.from({ length: 25 }, () => pb.collection('conversations').create({ title: 'Chat' })),
+      )
+      const sends = await Promise.all(
+        conversations.map((c) =>
+          postJson(
+            unlimited,
+            '/api/chat/send',
+            { conversation_id: c.id, model_id: model, prompt: 'Hi' },
+            pb.authStore.token,
+          ),
+        ),
+      )
+      expect(
+        sends.map((s) => s.status),
+        JSON.stringify(sends[0].body),
+      ).toEqual(Array(25).fill(200))
+    } finally {
+      await unlimited.stop()
+    }
+  })
 })
 
 describe('behind a real proxy (nginx)', () => {
@@ -270,6 +303,7 @@ describe('behind a real proxy (nginx)', () => {
 })
 
 const redisUrl = process.env.TEST_REDIS_URL
+const databaseUrl = process.env.TEST_DATABASE_URL
 
 describe.runIf(redisUrl)(
   'two coordinator processes share every count through Redis [redis]',
@@ -338,3 +372,98 @@ describe.runIf(redisUrl)(
     })
   },
 )
+
+describe.runIf(redisUrl && databaseUrl)(
+  'chat sends on two processes of one deployment count together [postgres+redis]',
+  () => {
+    let a: TestServer
+    let b: TestServer
+    beforeAll(async () => {
+      a = await startTestServer('postgres', { redisUrl, chatRateLimit: 3 })
+      const shared = {
+        databaseSchema: a.core.config.databaseSchema,
+        dataDir: a.core.config.dataDir,
+        redisPrefix: a.core.config.redisPrefix,
+      }
+      b = await startTestServer('postgres', { redisUrl, chatRateLimit: 3, ...shared })
+    })
+    afterAll(async () => {
+      await b?.close()
+      await a?.stop()
+    })
+
+    it('accepts at most the limit per user per minute over both processes, concurrent sends included', async () => {
+      const pb = await signUp(a, 'twoprocs')
+      const model = await modelId(a)
+      await servingNode(a, model)
+      const conversations = await Promise.all(
+        Array.from({ length: 8 }, () => pb.collection('conversations').create({ title: 'Chat' })),
+      )
+      const sends = await Promise.all(
+        conversations.map((c, i) =>
+          postJson(
+            i % 2 ? a : b,
+            '/api/chat/send',
+            { conversation_id: c.id, model_id: model, prompt: 'Hi' },
+            pb.authStore.token,
+          ),
+        ),
+      )
+      expect(sends.map((s) => s.status).sort()).toEqual([
+        ...Array(3).fill(200),
+        ...Array(5).fill(429),
+      ])
+    })
+  },
+)
+
+describe.runIf(redisUrl)('MESHWORK_REDIS_PREFIX isolates deployments on one Redis [redis]', () => {
+  let a: TestServer
+  let sameDeployment: TestServer
+  let other: TestServer
+  beforeAll(async () => {
+    const prefix = `meshwork-test-iso-${randomUUID()}`
+    const config: Partial<Config> = {
+      redisUrl,
+      trustedProxies: ['127.0.0.1'],
+      loginThrottle: { ...noDelays, perAddress: 2, perAccount: 1000 },
+    }
+    a = await startTestServer('sqlite', { ...config, redisPrefix: prefix })
+    sameDeployment = await startTestServer('sqlite', { ...config, redisPrefix: prefix })
+    other = await startTestServer('sqlite', {
+      ...config,
+      redisPrefix: `meshwork-test-iso-other-${randomUUID()}`,
+    })
+  })
+  afterAll(async () => {
+    await Promise.all([a?.stop(), sameDeployment?.stop(), other?.stop()])
+  })
+
+  it("shares counts and events within a deployment, never with another deployment's", async () => {
+    const from = '198.51.100.77'
+    for (let i = 0; i < 2; i++)
+      expect((await login(a, email('iso'), 'wrong-password', from)).status).toBe(400)
+    // The same deployment counts them; the other deployment on the same Redis does not.
+    expect((await login(sameDeployment, email('iso'), 'wrong-password', from)).status).toBe(429)
+    expect((await login(other, email('iso'), 'wrong-password', from)).status).toBe(400)
+
+    // Record events travel on the deployment's own channels.
+    const heard = { same: 0, other: 0 }
+    const stops = [
+      sameDeployment.core.bus.subscribe('records', () => heard.same++),
+      other.core.bus.subscribe('records', () => heard.other++),
+    ]
+    try {
+      await Promise.all([sameDeployment.core.bus.subscribed(), other.core.bus.subscribed()])
+      await signUp(a, 'iso-events')
+      const deadline = Date.now() + 10_000
+      while (heard.same === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25))
+      expect(heard.same).toBeGreaterThan(0)
+      // Given the same time again, nothing reached the other deployment.
+      await new Promise((r) => setTimeout(r, 300))
+      expect(heard.other).toBe(0)
+    } finally {
+      for (const stop of stops) stop()
+    }
+  })
+})

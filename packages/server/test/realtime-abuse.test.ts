@@ -182,6 +182,43 @@ describe.each(dialects)('realtime cost [%s]', (dialect) => {
     await stream.close()
   })
 
+  it("visits only the streams an event could concern: another user's own-records subscription is not checked", async () => {
+    const users = await Promise.all(Array.from({ length: 8 }, (_, i) => signUp(server, `own${i}`)))
+    const watching: RawStream[] = []
+    for (const pb of users) {
+      const stream = await openStream(server.url)
+      watching.push(stream)
+      expect(
+        (
+          await postSubscriptions(
+            server.url,
+            stream.clientId,
+            ['conversations/*'],
+            pb.authStore.token,
+          )
+        ).status,
+      ).toBe(204)
+    }
+    const before = await counters(server)
+    for (let i = 0; i < 5; i++)
+      await users[0].collection('conversations').create({ model, title: `own ${i}` })
+    const events = await watching[0].waitFor(5)
+    expect(events.map((e) => (e.data.record as { title: string }).title)).toEqual(
+      [0, 1, 2, 3, 4].map((i) => `own ${i}`),
+    )
+    // Every other user's stream would have cost its list-rule check per event (8 streams: 40+).
+    const after = await counters(server)
+    expect(after.memory - before.memory).toBeLessThanOrEqual(5 * 2)
+    // A later event of another user still reaches that user: nothing was lost on the way.
+    await users[3].collection('conversations').create({ model, title: 'theirs' })
+    expect(((await watching[3].waitFor(1))[0].data.record as { title: string }).title).toBe(
+      'theirs',
+    )
+    for (const stream of [watching[1], watching[2], ...watching.slice(4)])
+      expect(stream.events).toHaveLength(0)
+    for (const stream of watching) await stream.close()
+  })
+
   it("pays one user's thousand filters from that user's budget; another user's events all arrive", async () => {
     const hostile = await signUp(server, 'hostile')
     const normal = await signUp(server, 'normal')

@@ -9,7 +9,8 @@ import { RedisBus } from '../src/tools/bus/redis-bus.ts'
 import { MemoryBus } from '../src/tools/bus/memory-bus.ts'
 import { modelId } from './fixtures.ts'
 import { signUp, startTestServer, type TestServer } from './harness.ts'
-import { postJson, servingNode, waitUntil } from './support/network.ts'
+import { HostileNode, trickle } from './support/hostile-node.ts'
+import { linkNode, postJson, serveModel, servingNode, waitUntil } from './support/network.ts'
 
 const redisUrl = process.env.TEST_REDIS_URL
 const databaseUrl = process.env.TEST_DATABASE_URL
@@ -166,6 +167,44 @@ describe.runIf(redisUrl && databaseUrl)('job hand-off between two coordinators [
     const charges = await pb.collection('user_credit_txs').getFullList({ filter: 'type = "debit_inference_request"' })
     expect(charges).toHaveLength(1)
     second.kill()
+  })
+
+  it('stops a request running on A when its owner cancels it through B', async () => {
+    const owner = await signUp(a, 'provider')
+    const { nodeId, credential } = await linkNode(a, owner)
+    const node = new HostileNode(b, nodeId, credential)
+    await node.connect()
+    await serveModel(a, owner, nodeId, stories)
+    // Never silent long enough to stall, never done: only the cancel ends it.
+    node.behaviour = trickle(50)
+    try {
+      const pb = await signUp(a, 'canceller')
+      const prompt = 'Tell me a story'
+      let seen: () => void = () => {}
+      const streaming = new Promise<void>((r) => (seen = r))
+      await pb.collection('requests').subscribe('*', (e) => {
+        if (String(e.record.response).length >= 4) seen()
+      })
+      const id = await send(pb, prompt)
+      const job = await node.firstJob()
+      // A (which scheduled it) has counted some text before the cancel reaches B.
+      await streaming
+      await pb.collection('requests').unsubscribe()
+      const stopped = await postJson(b, '/api/requests/cancel', { request_id: id }, pb.authStore.token)
+      expect(stopped.status).toBe(200)
+      const body = stopped.body as { status: string; response: string; tokens_output: number; cost: number }
+      expect(body.status).toBe('cancelled')
+      expect(body.response).toMatch(/^a+$/)
+      expect(body.tokens_output).toBe(Math.floor(body.response.length / 4))
+      const cost = Math.floor(prompt.length / 4) + body.tokens_output
+      expect(body.cost).toBe(cost)
+      await waitUntil(() => node.cancelled(job), 5000, 'job_cancel reached the node on B')
+      const balance = await pb.collection('user_balances').getFirstListItem('')
+      expect(balance).toMatchObject({ balance: 1000 - cost, held: 0 })
+      expect(await pb.collection('requests').getOne(id)).toMatchObject({ status: 'cancelled', response: body.response })
+    } finally {
+      node.kill()
+    }
   })
 
   it('tells a coordinator that starts about the nodes already connected elsewhere', async () => {

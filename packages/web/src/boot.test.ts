@@ -35,7 +35,7 @@ describe('boot.ts', () => {
       void takeBoot(key)
   })
 
-  it("asks for an open conversation's first screen, with the stored token, and preloads markdown", async () => {
+  it("asks for an open conversation's first screen, with the stored token, and preloads the chat's code (not markdown)", async () => {
     await boot(`/chat?c=${conversation}`, { token: token(later), record: { id: 'u1' } })
     const calls = fetchMock.mock.calls.map(([url, init]) => [
       String(url).split('?')[0],
@@ -54,11 +54,8 @@ describe('boot.ts', () => {
       body: { items: [] },
     })
     expect(takeBoot(`history:${conversation}`)).toBeUndefined()
-    expect(preloaded()).toEqual([
-      '/assets/chat-page-x.js',
-      '/assets/copy-x.js',
-      '/assets/render-markdown-x.js',
-    ])
+    // Plain answers render without the markdown renderer; it loads when idle (chat-prefetch.ts).
+    expect(preloaded()).toEqual(['/assets/chat-page-x.js', '/assets/copy-x.js'])
   })
 
   it('asks nothing without a live session, and no history for a malformed conversation id', async () => {

@@ -73,8 +73,8 @@ if (session) {
         `history:${conversationId}`,
         ask(listUrl('requests', historyListQuery(conversationId, session.userId)), session.token),
       )
-      // Its answers need the markdown renderer: fetch it alongside.
-      preload('meshwork-markdown')
+      // Its answers mostly render without the markdown renderer (simple-markdown.tsx): the
+      // chat loads that when idle, or when an answer needs it.
     }
     putBoot(
       `conversations:${session.userId}`,

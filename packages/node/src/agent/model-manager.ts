@@ -168,7 +168,9 @@ export class ModelManager {
     // model of the same catalogue model is about to check or download.
     const other = this.#sameFileBusy(e)
     if (other) {
-      void other.settled.then(() => this.#reconcile(e))
+      other.settled
+        .then(() => this.#reconcile(e))
+        .catch((err: unknown) => console.error('model reconcile failed:', err))
       return
     }
     const s = e.status

@@ -156,7 +156,7 @@ export async function startAgent(options: StartAgentOptions): Promise<RunningAge
     onFrame,
     onClose: (info) => {
       // The coordinator hands a dropped node's jobs to another node: stop working on them here.
-      void jobs.abortAll()
+      jobs.abortAll().catch((err: unknown) => console.error('aborting jobs failed:', err))
       scores.abortAll()
       events.emit('disconnected', info)
     },

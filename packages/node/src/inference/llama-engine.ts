@@ -3,8 +3,7 @@
  * Embedded llama.cpp through node-llama-cpp (prebuilt binaries only, never a local build).
  */
 import { stat } from 'node:fs/promises'
-import type { ChatHistoryItem, Llama, LlamaContextSequence, LlamaModel } from 'node-llama-cpp'
-import type { ChatMessage } from '@meshwork/protocol'
+import type { Llama, LlamaContextSequence, LlamaModel } from 'node-llama-cpp'
 import { chooseThreads } from './choose-threads.ts'
 import {
   GenerationAbortedError,
@@ -19,7 +18,13 @@ import {
   type LoadedModel,
 } from './inference-engine.ts'
 import { backendClass, engineVersion } from './llama-backend.ts'
-import { beginningToken, plainPrompt, samplingOptions } from './llama-prompt.ts'
+import {
+  beginningToken,
+  modelChatWrapper,
+  plainPrompt,
+  samplingOptions,
+  toChatHistory,
+} from './llama-prompt.ts'
 import { answerTokens, scoreContinuation } from './llama-score.ts'
 import { PLAIN_TRANSCRIPT_STOP } from './plain-transcript.ts'
 import { SequencePool } from './sequence-pool.ts'
@@ -258,10 +263,10 @@ async function generateChat(
   { messages, sampling }: GenerationRequest,
   { signal, onText }: GenerationOptions,
 ): Promise<GenerationResult> {
-  const { LlamaChat, resolveChatWrapper } = await nodeLlamaCpp()
+  const { LlamaChat } = await nodeLlamaCpp()
   const chat = new LlamaChat({
     contextSequence: sequence,
-    chatWrapper: resolveChatWrapper(model),
+    chatWrapper: await modelChatWrapper(model),
   })
   const before = sequence.tokenMeter.getState()
   let tokensOutput = 0
@@ -283,19 +288,6 @@ async function generateChat(
     tokensOutput,
     stopReason: res.metadata.stopReason === 'maxTokens' ? 'length' : 'stop',
   }
-}
-
-function toChatHistory(messages: ChatMessage[]): ChatHistoryItem[] {
-  const history: ChatHistoryItem[] = messages.map((m) =>
-    m.role === 'system'
-      ? { type: 'system', text: m.content }
-      : m.role === 'user'
-        ? { type: 'user', text: m.content }
-        : { type: 'model', response: [m.content] },
-  )
-  // An empty model turn at the end is the one LlamaChat completes.
-  history.push({ type: 'model', response: [] })
-  return history
 }
 
 function errorText(err: unknown): string {

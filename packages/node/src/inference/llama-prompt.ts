@@ -3,7 +3,7 @@
  * The tokens a plain-transcript job starts from, shared by generation and by a reference node's
  * scoring: a reference must replay exactly the context the judged node generated from.
  */
-import type { LlamaModel, Token } from 'node-llama-cpp'
+import type { ChatHistoryItem, ChatWrapper, LlamaModel, Token } from 'node-llama-cpp'
 import type { ChatMessage, Sampling } from '@meshwork/protocol'
 import { plainTranscript } from './plain-transcript.ts'
 
@@ -61,4 +61,35 @@ export function samplingOptions(s: Sampling) {
       presencePenalty: s.presence_penalty || undefined,
     },
   }
+}
+
+/**
+ * The chat wrapper that renders a model's own chat template (`tokenizer.chat_template` in the
+ * GGUF): node-llama-cpp's specialised wrapper when the template is one it knows, otherwise the
+ * template itself through its Jinja renderer.
+ */
+export async function modelChatWrapper(model: LlamaModel): Promise<ChatWrapper> {
+  const { resolveChatWrapper } = await import('node-llama-cpp')
+  return resolveChatWrapper(model)
+}
+
+/** A job's messages as node-llama-cpp's chat history, ending in the model turn to complete. */
+export function toChatHistory(messages: ChatMessage[]): ChatHistoryItem[] {
+  const history: ChatHistoryItem[] = messages.map((m) =>
+    m.role === 'system'
+      ? { type: 'system', text: m.content }
+      : m.role === 'user'
+        ? { type: 'user', text: m.content }
+        : { type: 'model', response: [m.content] },
+  )
+  // An empty model turn at the end is the one LlamaChat completes.
+  history.push({ type: 'model', response: [] })
+  return history
+}
+
+/** The text a chat-template job starts from, as the wrapper renders it (for logs and tests). */
+export function chatTemplateText(wrapper: ChatWrapper, messages: ChatMessage[]): string {
+  return wrapper
+    .generateContextState({ chatHistory: toChatHistory(messages) })
+    .contextText.toString()
 }

@@ -77,6 +77,40 @@ export function createMetrics(token: string, { core, hub, network }: MetricsSour
       this.set(hub.size)
     },
   })
+  new Counter({
+    name: 'meshwork_db_statements_total',
+    help: 'Database statements this process ran (transactions\' BEGIN and COMMIT included).',
+    registers: [registry],
+    collect() {
+      this.reset()
+      this.inc(core.database.statements.count)
+    },
+  })
+  const traffic = core.bus.traffic
+  if (traffic) {
+    new Counter({
+      name: 'meshwork_bus_messages_total',
+      help: 'Messages this process published to Redis (out) and received from it (in).',
+      labelNames: ['direction'],
+      registers: [registry],
+      collect() {
+        this.reset()
+        this.inc({ direction: 'out' }, traffic.published)
+        this.inc({ direction: 'in' }, traffic.received)
+      },
+    })
+    new Counter({
+      name: 'meshwork_bus_bytes_total',
+      help: 'Bytes (JSON text) of the messages this process published to Redis (out) and received (in).',
+      labelNames: ['direction'],
+      registers: [registry],
+      collect() {
+        this.reset()
+        this.inc({ direction: 'out' }, traffic.publishedBytes)
+        this.inc({ direction: 'in' }, traffic.receivedBytes)
+      },
+    })
+  }
   // The hub counts; these counters take its totals at scrape time.
   new Counter({
     name: 'meshwork_realtime_dropped_events_total',

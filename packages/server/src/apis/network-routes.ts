@@ -4,7 +4,7 @@
  * model-download.ts.
  */
 import type { Context, Hono } from 'hono'
-import { startFlowRequestSchema, waitFlowRequestSchema } from '@meshwork/protocol'
+import { CANCEL_REQUEST_PATH, startFlowRequestSchema, waitFlowRequestSchema } from '@meshwork/protocol'
 import type { CoreApp } from '../core/app.ts'
 import type { Caller } from '../core/records/caller.ts'
 import { exactError } from '../core/chat/chat-service.ts'
@@ -106,6 +106,14 @@ export function bindNetworkRoutes(app: Hono, core: CoreApp, network: InferenceNe
   app.post('/api/chat/regenerate', async (c) => {
     const caller = await callerOf(c, core.auth)
     return c.json(await network.chat.regenerate(caller, await readBody(c)))
+  })
+
+  // Stop generating (issue 10): owner only; idempotent; an ended request is left as it is.
+  app.post(CANCEL_REQUEST_PATH, async (c) => {
+    const body = await readBody(c)
+    limitText(body, { request_id: MAX_SHORT_TEXT })
+    const caller = await callerOf(c, core.auth)
+    return c.json(await network.chat.cancel(caller, body))
   })
 
   app.post('/api/requests/retry', async (c) => {

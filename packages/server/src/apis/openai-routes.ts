@@ -70,6 +70,7 @@ export function bindOpenAiRoutes(app: Hono, core: CoreApp, api: OpenAiApi) {
       const key = await authorize(c)
       const request = parseCompletionRequest(await jsonBody(c))
       const completion = await api.start(key, request)
+      stopWhenGone(c, api, completion.requestId)
       return request.stream ? stream(c, completion, request.includeUsage) : whole(c, completion)
     }),
   )
@@ -85,6 +86,20 @@ export function bindOpenAiRoutes(app: Hono, core: CoreApp, api: OpenAiApi) {
       ),
     ),
   )
+}
+
+/**
+ * A client that disconnects or aborts before its answer is whole (streamed or not) stops the job
+ * on its node at once, and pays only for what was produced up to then (issue 10). The signal only
+ * fires for a connection closed before the response finished.
+ */
+function stopWhenGone(c: Context, api: OpenAiApi, requestId: string) {
+  const signal = c.req.raw.signal
+  const stop = () => {
+    api.stop(requestId).catch((err) => console.error('stopping an abandoned request failed', err))
+  }
+  if (signal.aborted) stop()
+  else signal.addEventListener('abort', stop, { once: true })
 }
 
 /** Runs a handler, answering any error in OpenAI's shape (never a stack trace). */

@@ -18,6 +18,8 @@ export type Db = Kysely<any>
 export interface Database {
   db: Db
   dialect: Dialect
+  /** Statements run through Kysely so far (transactions' BEGIN and COMMIT included); metrics. */
+  readonly statements: { count: number }
   /** A cheap round trip, for health checks. */
   ping(): Promise<boolean>
   close(): Promise<void>
@@ -52,10 +54,15 @@ function openSqlite(options: DatabaseOptions): Database {
   driver.pragma('busy_timeout = 5000')
   driver.pragma('foreign_keys = OFF')
   overrideLike(driver)
-  const db: Db = new Kysely({ dialect: new SqliteDialect({ database: withStatementCache(driver) }) })
+  const statements = { count: 0 }
+  const db: Db = new Kysely({
+    dialect: new SqliteDialect({ database: withStatementCache(driver) }),
+    log: countStatements(statements),
+  })
   return {
     db,
     dialect: 'sqlite',
+    statements,
     ping: async () => {
       try {
         driver.prepare('SELECT 1').get()
@@ -94,10 +101,12 @@ async function openPostgres(url: string, schema?: string): Promise<Database> {
   // An idle connection that breaks (PostgreSQL restarted, the network cut) is dropped by the pool;
   // without a listener its 'error' event would end the process.
   pool.on('error', (err) => console.error('PostgreSQL connection lost:', err.message))
-  const db: Db = new Kysely({ dialect: new PostgresDialect({ pool }) })
+  const statements = { count: 0 }
+  const db: Db = new Kysely({ dialect: new PostgresDialect({ pool }), log: countStatements(statements) })
   return {
     db,
     dialect: 'postgres',
+    statements,
     ping: async () => {
       try {
         await sql`SELECT 1`.execute(db)
@@ -107,6 +116,13 @@ async function openPostgres(url: string, schema?: string): Promise<Database> {
       }
     },
     close: () => db.destroy(),
+  }
+}
+
+/** Kysely's log hook sees every statement, errors included, at the cost of two clock reads. */
+function countStatements(statements: { count: number }) {
+  return () => {
+    statements.count++
   }
 }
 

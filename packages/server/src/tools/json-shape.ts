@@ -33,8 +33,9 @@ export function jsonLongerThan(value: unknown, max = MAX_RESPONSE_CHARS): boolea
   return false
 }
 
-/** Deepest nesting of objects and arrays any request body may have. */
-export const MAX_JSON_DEPTH = 64
+/** Deepest nesting of objects and arrays any request body may have (issue 8: 400 levels; a
+ * deeper body is a 400 answer, never a 500). */
+export const MAX_JSON_DEPTH = 400
 /** Most items (object members plus array elements, all levels together) of one body. */
 export const MAX_JSON_ITEMS = 2000
 

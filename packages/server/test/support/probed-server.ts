@@ -15,7 +15,14 @@
  *   check the probe sees a block of that size (and is not blind), and `baseline` figures come
  *   from trivial requests.
  *
- * Messages in: {type:'reset'} | {type:'report'} | {type:'calibrate', ms} | {type:'seed', ...}.
+ * - `reference` runs a fixed amount of work (no allocation, so no GC) and answers its CPU time:
+ *   the test compares it with the least it took in the run to see how much slower the machine is
+ *   right now (a loaded machine slows CPU time too: shared caches, hyperthreads, frequency).
+ * - `gc` collects garbage (the child runs with --expose-gc), so a retried measurement does not pay
+ *   for garbage earlier requests left.
+ *
+ * Messages in: {type:'reset'} | {type:'report'} | {type:'calibrate', ms} | {type:'reference'} |
+ * {type:'gc'} | {type:'seed', ...}.
  * Messages out: {type:'ready', url} once listening, and one answer per message.
  */
 import { mkdtempSync } from 'node:fs'
@@ -58,10 +65,15 @@ const server = await startServer({
   webDist: join(dataDir, 'no-web'),
 })
 
+/** The reference work's input: hashing it takes a few milliseconds of CPU. */
+const referenceText = 'meshwork reference '.repeat(80_000)
+
 type Message =
   | { type: 'reset' }
   | { type: 'report' }
   | { type: 'calibrate'; ms: number }
+  | { type: 'reference' }
+  | { type: 'gc' }
   | { type: 'seed'; user: string; conversation: string; model: string; count: number; text: string }
 
 async function onMessage(message: Message) {
@@ -79,6 +91,16 @@ async function onMessage(message: Message) {
       while (threadCpuNs() < until);
       return process.send!({ type: 'calibrate' })
     }
+    case 'reference': {
+      const start = threadCpuNs()
+      let h = 0
+      for (let i = 0; i < referenceText.length; i++) h = (h * 31 + referenceText.charCodeAt(i)) | 0
+      const cpuMs = (threadCpuNs() - start) / 1e6
+      return process.send!({ type: 'reference', cpuMs, h })
+    }
+    case 'gc':
+      ;(globalThis as { gc?: () => void }).gc?.()
+      return process.send!({ type: 'gc' })
     case 'seed': {
       // Rows an attacker could have made by chatting: long prompts and answers of their own.
       for (let i = 0; i < message.count; i++) {

@@ -39,6 +39,18 @@ describe('NodeTable', () => {
     expect(onDelete).toHaveBeenCalledWith(node)
   })
 
+  it("shows an offline node's models and Active as offline, never live", () => {
+    render(<NodeTable nodes={[{ ...node, status: 'offline' }]} showActive />)
+    expect(screen.getByText('Stories 260K · offline')).toBeTruthy()
+    expect(screen.queryByText('Stories 260K')).toBeNull()
+    const active = screen.getByText('Active · offline')
+    expect(active.className).not.toContain('emerald')
+    cleanup()
+    render(<NodeTable nodes={[node]} showActive />)
+    expect(screen.getByText('Stories 260K')).toBeTruthy()
+    expect(screen.getAllByText('Active').some((e) => e.className.includes('emerald'))).toBe(true)
+  })
+
   it('formats the last-seen tip', () => {
     expect(lastSeenTip(undefined)).toBe('Last seen: Never')
     expect(lastSeenTip('2026-01-02 03:04:05.000Z')).toBe(

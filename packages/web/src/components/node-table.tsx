@@ -1,7 +1,7 @@
 import { Pencil, Server, Trash2 } from 'lucide-react'
 import { cn } from '../lib/cn.ts'
 import { formatNumber, formatReputation, parseRecordDate } from '../lib/format.ts'
-import { deviceLabel, type NodeRecord } from '../lib/node-records.ts'
+import { deviceLabel, isNodeOnline, type NodeRecord } from '../lib/node-records.ts'
 import { Button } from './button.tsx'
 import { NodeStatusBadge } from './node-status-badge.tsx'
 
@@ -104,14 +104,24 @@ export function NodeTable({
                   <span className="text-slate-500 dark:text-slate-400">None</span>
                 ) : (
                   <div className="flex flex-wrap gap-1">
-                    {node.servingModels.map((name) => (
-                      <span
-                        key={name}
-                        className="rounded-md bg-brand-50 px-2 py-0.5 text-xs font-medium whitespace-nowrap text-brand-700 dark:bg-brand-500/15 dark:text-brand-100"
-                      >
-                        {name}
-                      </span>
-                    ))}
+                    {node.servingModels.map((name) =>
+                      isNodeOnline(node.status) ? (
+                        <span
+                          key={name}
+                          className="rounded-md bg-brand-50 px-2 py-0.5 text-xs font-medium whitespace-nowrap text-brand-700 dark:bg-brand-500/15 dark:text-brand-100"
+                        >
+                          {name}
+                        </span>
+                      ) : (
+                        // What an offline node last served: it serves nothing until it is back.
+                        <span
+                          key={name}
+                          className="rounded-md bg-slate-100 px-2 py-0.5 text-xs whitespace-nowrap text-slate-600 dark:bg-slate-800 dark:text-slate-300"
+                        >
+                          {name} · offline
+                        </span>
+                      ),
+                    )}
                   </div>
                 )}
               </td>
@@ -141,12 +151,13 @@ export function NodeTable({
                   <span
                     className={cn(
                       'text-xs font-medium',
-                      node.is_active
+                      node.is_active && isNodeOnline(node.status)
                         ? 'text-emerald-700 dark:text-emerald-300'
                         : 'text-slate-500 dark:text-slate-400',
                     )}
                   >
                     {node.is_active ? 'Active' : 'Inactive'}
+                    {node.is_active && !isNodeOnline(node.status) ? ' · offline' : ''}
                   </span>
                 </td>
               )}

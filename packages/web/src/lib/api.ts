@@ -32,6 +32,8 @@ export interface QuoteResult {
   /** null when the balance cannot pay even the shortest answer. */
   max_cost: number | null
   output_cap: number
+  /** The answer's length limit when the balance is no limit (older servers: absent). */
+  max_output?: number
   min_cost: number
 }
 
@@ -112,7 +114,9 @@ export function approveNode(stateToken: string, userInfo: ApproveUserInfo): Prom
 }
 
 /** The pending flow as the coordinator knows it: the device name the node itself sent. */
-export function getFlowInfo(stateToken: string): Promise<{ device_name: string; expires_at: string }> {
+export function getFlowInfo(
+  stateToken: string,
+): Promise<{ device_name: string; expires_at: string }> {
   return call('POST', '/api/auth/flow-info', { state_token: stateToken })
 }
 

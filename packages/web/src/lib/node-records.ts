@@ -111,3 +111,8 @@ export function nodeStats(nodes: NodeRecord[]): NodeStats {
     totalRequests: nodes.reduce((sum, n) => sum + (n.total_requests ?? 0), 0),
   }
 }
+
+/** A node that is not connected serves nothing, whatever its models last reported. */
+export function isNodeOnline(status: string | null | undefined): boolean {
+  return status === 'online' || status === 'busy'
+}

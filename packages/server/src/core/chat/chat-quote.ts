@@ -19,6 +19,8 @@ export interface QuoteAnswer {
   max_cost: number | null
   /** Output tokens that hold pays for (0 when it cannot be paid). */
   output_cap: number
+  /** Output tokens an answer may have when the balance is no limit: below it, a shorter answer. */
+  max_output: number
   /** The least a send needs to be accepted. */
   min_cost: number
 }
@@ -79,6 +81,7 @@ export async function quoteMessage(
     estimated_input: built.estimatedInput,
     max_cost: reservation ? fromUnits(reservation.amount) : null,
     output_cap: reservation?.outputCap ?? 0,
+    max_output: limits.maxOutput,
     min_cost: fromUnits(requestCostUnits(built.estimatedInput, limits.minOutput, multiplierUnits)),
   }
 }

@@ -2,7 +2,12 @@
  * @module Chat send and retry (product spec section 5): validates, builds the prompt, holds the
  * credits and creates the pending request in one transaction, then hands it to the scheduler.
  */
-import type { ChatMessage, Sampling } from '@meshwork/protocol'
+import {
+  requestStatusSchema,
+  type CancelRequestAnswer,
+  type ChatMessage,
+  type Sampling,
+} from '@meshwork/protocol'
 import { z } from 'zod'
 import { ApiError, unauthorized } from '../../tools/api-error.ts'
 import { nowDate } from '../../tools/dates.ts'
@@ -10,7 +15,7 @@ import { newRecordId } from '../../tools/ids.ts'
 import type { CoreApp } from '../app.ts'
 import type { Caller } from '../records/caller.ts'
 import { holdCredits, InsufficientBalanceError, type Reservation } from '../ledger/reservation.ts'
-import { requestCostUnits } from '../ledger/credits.ts'
+import { fromUnits, requestCostUnits } from '../ledger/credits.ts'
 import type { Db } from '../../db/database.ts'
 import { countInput } from '../metering/answer-meter.ts'
 import type { Metering } from '../metering/metering.ts'
@@ -20,6 +25,7 @@ import { buildPrompt, type Turn } from './build-prompt.ts'
 import { quoteMessage, type QuoteAnswer } from './chat-quote.ts'
 import { conversationHistory, exactError, ownConversation, ownRequest } from './chat-records.ts'
 import { touchConversation } from './conversation-activity.ts'
+import { stopRequest } from './stop-request.ts'
 
 /** Spec section 9: a request's context_length. */
 export const CONTEXT_LENGTH = 8000
@@ -190,6 +196,40 @@ export class ChatService {
       retryOf: requestId,
     })
     return { status: 'success', message: 'Request queued for retry', request_id: requestId }
+  }
+
+  /**
+   * Stops the caller's request (`POST /api/requests/cancel`, issue 10): it ends `cancelled` with
+   * the text produced so far, paid for as produced, its hold released. Idempotent: a request that
+   * has already ended is answered as it is, unchanged. Anyone else's request is a 404.
+   */
+  async cancel(caller: Caller, body: unknown): Promise<CancelRequestAnswer> {
+    const user = caller.auth ? String(caller.auth.id) : ''
+    if (!user) throw unauthorized()
+    const db = this.core.database.db
+    const request = await ownRequest(db, user, body)
+    const requestId = String(request.id)
+    await this.stop(requestId)
+    const row = await db
+      .selectFrom('requests')
+      .select(['status', 'response', 'tokens_input', 'tokens_output', 'cost'])
+      .where('id', '=', requestId)
+      .executeTakeFirst()
+    // Deleted with its conversation meanwhile: it ended (cancelled) with the deletion.
+    if (!row) return { request_id: requestId, status: 'cancelled', response: '', tokens_input: 0, tokens_output: 0, cost: 0 }
+    return {
+      request_id: requestId,
+      status: requestStatusSchema.parse(row.status),
+      response: String(row.response ?? ''),
+      tokens_input: Number(row.tokens_input ?? 0),
+      tokens_output: Number(row.tokens_output ?? 0),
+      cost: fromUnits(Number(row.cost ?? 0)),
+    }
+  }
+
+  /** Ends a request as cancelled wherever it runs (stop-request.ts); resolves once it ended. */
+  stop(requestId: string): Promise<void> {
+    return stopRequest(this.core, this.scheduler, requestId)
   }
 
   /**

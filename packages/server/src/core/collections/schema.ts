@@ -2,6 +2,7 @@
  * @module Meshwork's collections (product spec section 3) with their access rules. The rule table
  * is documented in docs/access-rules.md; keep the two in step.
  */
+import { REQUEST_STATUSES } from '@meshwork/protocol'
 import { CREDIT_SCALE } from '../ledger/credits.ts'
 import { txTypeNames } from '../ledger/tx-types.ts'
 import type { CollectionDef, FieldDef } from './collection-def.ts'
@@ -123,7 +124,7 @@ const requests: CollectionDef = {
     {
       name: 'status',
       type: 'select',
-      values: ['pending', 'processing', 'completed', 'failed', 'cancelled'],
+      values: [...REQUEST_STATUSES],
       default: 'pending',
     },
     { name: 'context_length', type: 'number', default: 8000 },

@@ -5,6 +5,7 @@
  * status: only a pending or processing request can be completed, failed or cancelled, so a second
  * settlement (retry, reconnect, duplicate frame, deletion) changes nothing. Amounts are units.
  */
+import { OPEN_REQUEST_STATUSES } from '@meshwork/protocol'
 import { sql } from 'kysely'
 import type { Db } from '../../db/database.ts'
 import { nowDate } from '../../tools/dates.ts'
@@ -33,7 +34,7 @@ export interface SettledRequest {
 export const REPUTATION_GAIN = 0.1
 export const REPUTATION_LOSS = 0.5
 
-export const OPEN_STATUSES = ['pending', 'processing'] as const
+export const OPEN_STATUSES = OPEN_REQUEST_STATUSES
 
 /**
  * Self-dealing: the requester owns the node that served the request. Such a request is free (no
@@ -216,6 +217,94 @@ export async function endDeletedRequest(trx: Db, requestId: string): Promise<boo
   if (Number(marked.numUpdatedRows) !== 1) return false
   await releaseHold(trx, String(request.user), Number(request.reserved ?? 0))
   return true
+}
+
+export interface Cancellation {
+  requestId: string
+  /** The node that was writing the answer; empty when it was still queued. */
+  nodeId: string
+  /** The text produced so far (kept on the request). */
+  response: string
+  tokensInput: number
+  tokensOutput: number
+  processingTimeMs: number
+}
+
+/**
+ * Ends an open request its owner stopped (`POST /api/requests/cancel`, or a `/v1` client that went
+ * away): `cancelled` with the text produced so far, its hold released, and what was produced paid
+ * for exactly as a completion is (`(input + output) x multiplier`, the same ledger rows, capped by
+ * the hold and the balance) in one transaction. Nothing is charged when no output was produced (a
+ * queued request, or a node that had not written yet), nor for self-dealing. The node's reputation
+ * and request total do not move (the node did nothing wrong, and finished nothing). Null when the
+ * request had already ended (nothing changed).
+ */
+export async function cancelRequest(db: Db, c: Cancellation): Promise<SettledRequest | null> {
+  return db.transaction().execute(async (trx) => {
+    const request = await trx
+      .selectFrom('requests as r')
+      .innerJoin('models as m', 'm.id', 'r.model')
+      .select(['r.user', 'r.conversation', 'r.reserved', 'm.credit_multiplier'])
+      .where('r.id', '=', c.requestId)
+      .executeTakeFirst()
+    if (!request) return null
+    const node = c.nodeId
+      ? await trx.selectFrom('nodes').select(['user']).where('id', '=', c.nodeId).executeTakeFirst()
+      : undefined
+    const produced = Boolean(node) && c.tokensOutput > 0
+    const now = nowDate()
+    const marked = await trx
+      .updateTable('requests')
+      .set({
+        status: 'cancelled',
+        response: produced ? c.response : '',
+        is_partial: 0,
+        tokens_input: produced ? c.tokensInput : 0,
+        tokens_output: produced ? c.tokensOutput : 0,
+        processing_time_ms: produced ? c.processingTimeMs : 0,
+        ...(node ? { node: c.nodeId } : {}),
+        error_message: '',
+        can_retry: 0,
+        reserved: 0,
+        cost: 0,
+        updated: now,
+      })
+      .where('id', '=', c.requestId)
+      .where('status', 'in', OPEN_STATUSES)
+      .executeTakeFirst()
+    if (Number(marked.numUpdatedRows) !== 1) return null
+    const user = String(request.user)
+    const nodeOwner = node ? String(node.user) : ''
+    const reserved = Number(request.reserved ?? 0)
+    const balance = await releaseHoldLocked(trx, user, reserved)
+    const cost =
+      !produced || isSelfDealing(user, nodeOwner)
+        ? 0
+        : Math.max(
+            0,
+            Math.min(
+              requestCostUnits(c.tokensInput, c.tokensOutput, Number(request.credit_multiplier ?? 0)),
+              reserved,
+              balance,
+            ),
+          )
+    await payForRequest(trx, { requestId: c.requestId, user, nodeOwner, cost })
+    if (cost > 0)
+      await trx.updateTable('requests').set({ cost }).where('id', '=', c.requestId).execute()
+    // A stopped answer with text is a message of its conversation, like a completed one.
+    if (produced && request.conversation) {
+      await trx
+        .updateTable('conversations')
+        .set({
+          message_count: sql`COALESCE(message_count, 0) + 1`,
+          last_message_at: now,
+          updated: now,
+        })
+        .where('id', '=', request.conversation)
+        .execute()
+    }
+    return { user, nodeOwner, conversation: String(request.conversation ?? ''), cost }
+  })
 }
 
 export interface StreamedCharge {

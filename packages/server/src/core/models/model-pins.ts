@@ -10,6 +10,7 @@ import type { CoreApp } from '../app.ts'
 import { requireCollection } from '../collections/registry.ts'
 import { server as superuser } from '../records/caller.ts'
 import { resolveModelSource, type ResolvedSource } from './resolve-model-source.ts'
+import { background } from '../../tools/background.ts'
 
 /** What the owner reads on the node model while its model is not pinned. */
 export const PIN_FAILURE_PREFIX = 'Could not read the size and checksum of'
@@ -65,7 +66,7 @@ export class ModelPins {
       const failure = this.#failures.get(model)
       const askedAgain = failure && !failure.retryTokens.has(String(r.retry_requested_at ?? ''))
       if (failure?.timer && !askedAgain) continue
-      void this.#pin(model, nodeId)
+      background(this.#pin(model, nodeId), `pinning model ${model}`)
     }
   }
 

@@ -5,6 +5,7 @@
  */
 import type { CoreApp } from '../app.ts'
 import { ChatService, MAX_OUTPUT_TOKENS } from '../chat/chat-service.ts'
+import { listenForCancels } from '../chat/stop-request.ts'
 import { HOLD_SWEEP_INTERVAL_MS, sweepStrandedHolds } from '../ledger/hold-sweep.ts'
 import { failRequest } from '../ledger/settlement.ts'
 import { LINK_FLOW_TTL_MS, LinkFlows } from '../nodes/link-flows.ts'
@@ -18,6 +19,7 @@ import { Canaries, defaultCanaryOptions, type CanaryOptions } from '../verificat
 import { ReferenceScores } from '../verification/reference-scores.ts'
 import { defaultSchedulerOptions, type SchedulerOptions } from '../scheduler/work.ts'
 import type { Limiter } from '../../tools/rate-limiter.ts'
+import { background } from '../../tools/background.ts'
 
 export interface NetworkOptions {
   scheduler?: Partial<SchedulerOptions>
@@ -97,7 +99,7 @@ export async function createInferenceNetwork(
   )
   const stopRevoking = core.events.on((change) => {
     if (change.collection.name === 'nodes' && change.action === 'delete') {
-      void revokeCredentials(core.database.db, String(change.row.id))
+      background(revokeCredentials(core.database.db, String(change.row.id)), 'revoking a deleted node\'s credentials')
     }
   })
   // A request deleted on any process (with its conversation or account) may be running here.
@@ -105,6 +107,7 @@ export async function createInferenceNetwork(
     const m = message as RecordBusMessage
     if (m.collection === 'requests' && m.action === 'delete') scheduler.onRequestDeleted(String(m.row.id))
   })
+  const stopCancelling = listenForCancels(core, scheduler)
   return {
     flows,
     registry,
@@ -122,11 +125,12 @@ export async function createInferenceNetwork(
       clearInterval(sweeper)
       stopRevoking()
       stopForgetting()
+      stopCancelling()
       canaries.close()
       scores.close()
       scheduler.close()
       registry.close()
-      void metering.dispose()
+      background(metering.dispose(), 'disposing of the tokenizers')
     },
   }
 }

@@ -20,6 +20,7 @@ import { dropNul } from '../../tools/nul.ts'
 import { ApiError } from '../../tools/api-error.ts'
 import { NodeRelay } from './node-relay.ts'
 import { ModelPins } from '../models/model-pins.ts'
+import { guarded } from '../../tools/background.ts'
 import {
   NodeSession,
   type NodeHandle,
@@ -57,7 +58,7 @@ export class NodeRegistry {
     private heartbeatTimeoutMs = 15_000,
   ) {
     this.pins = new ModelPins(core, (nodeId) => {
-      void this.pushDesiredState(nodeId, true)
+      this.refreshDesiredState(nodeId, true)
       this.pinFor(nodeId)
     })
     this.timer = setInterval(() => this.sweep(), Math.min(5000, heartbeatTimeoutMs / 2))
@@ -68,7 +69,7 @@ export class NodeRegistry {
       const change = message as RecordBusMessage
       if (change.collection === 'node_models') {
         const nodeId = String(change.row.node)
-        void this.pushDesiredState(nodeId)
+        this.refreshDesiredState(nodeId)
         // A download asked for and not begun may be waiting for its model's size and sha256.
         const row = change.row
         if (
@@ -80,7 +81,7 @@ export class NodeRegistry {
       }
       // A model's file facts changed (pinned from its source, or edited): resend where it matters.
       if (change.collection === 'models')
-        for (const nodeId of this.sessions.keys()) void this.pushDesiredState(nodeId)
+        for (const nodeId of this.sessions.keys()) this.refreshDesiredState(nodeId)
       if (change.collection === 'nodes' && change.action === 'delete')
         this.sessions.get(String(change.row.id))?.ws.terminate()
     })
@@ -138,9 +139,11 @@ export class NodeRegistry {
         return
       }
       const frame = nodeToServerFrameSchema.safeParse(parsed)
-      if (frame.success) this.onFrame(session, frame.data)
+      // What a frame sets off (the scheduler, the relay) must not throw into the socket's events,
+      // where it would end the process.
+      if (frame.success) guarded(`node frame ${frame.data.type}`, () => this.onFrame(session, frame.data))
     })
-    ws.on('close', () => this.detach(session))
+    ws.on('close', () => guarded('node disconnect', () => this.detach(session)))
     ws.on('error', () => ws.terminate())
     this.enqueue(session, async () => {
       await this.updateNode(nodeId, { status: 'online', last_seen: nowDate() })
@@ -148,6 +151,13 @@ export class NodeRegistry {
       this.pinFor(nodeId)
     })
     return session
+  }
+
+  /** Sends a node connected here its desired state, after the writes queued before (in order;
+   * a failed read is logged, the node keeps what it had). */
+  private refreshDesiredState(nodeId: string, force = false): void {
+    const session = this.sessions.get(nodeId)
+    if (session) this.enqueue(session, () => this.pushDesiredState(nodeId, force))
   }
 
   async pushDesiredState(nodeId: string, force = false): Promise<void> {
@@ -312,3 +322,4 @@ export class NodeRegistry {
     }
   }
 }
+

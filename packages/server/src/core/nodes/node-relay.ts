@@ -11,6 +11,7 @@
 import type { ServerToNodeFrame } from '@meshwork/protocol'
 import type { Bus } from '../../tools/bus/bus.ts'
 import { newRecordId } from '../../tools/ids.ts'
+import { background } from '../../tools/background.ts'
 import type { JobFrame, NodeHandle, NodeSession } from './node-session.ts'
 
 /** What the relay needs of the local registry. */
@@ -85,7 +86,10 @@ export class NodeRelay {
     this.timer = setInterval(() => this.sweep(), Math.max(50, Math.min(5000, timeoutMs / 3)))
     this.timer.unref()
     // A process that starts asks the others for their nodes rather than wait for heartbeats.
-    void bus.subscribed().then(() => this.publish({ kind: 'sync', from: this.processId }))
+    background(
+      bus.subscribed().then(() => this.publish({ kind: 'sync', from: this.processId })),
+      'asking the other processes for their nodes',
+    )
   }
 
   get remoteCount(): number {

@@ -140,7 +140,9 @@ export class OpenAiApi {
         }
         return
       }
-      if (status === 'completed') {
+      if (status === 'completed' || status === 'cancelled') {
+        // Cancelled: stopped by its owner (`POST /api/requests/cancel`), or by this client going
+        // away; the text produced so far and its usage (what was billed) end the answer.
         if (req.stream && response.length > sent.length && response.startsWith(sent)) {
           queue.push({ type: 'text', text: response.slice(sent.length) })
         }
@@ -149,7 +151,8 @@ export class OpenAiApi {
           type: 'done',
           text: response,
           usage,
-          finishReason: usage.completion_tokens >= outputCap ? 'length' : 'stop',
+          finishReason:
+            status === 'completed' && usage.completion_tokens >= outputCap ? 'length' : 'stop',
         })
       } else if (status === 'failed') {
         const message = String(row.error_message || 'The request failed.')
@@ -188,6 +191,14 @@ export class OpenAiApi {
       throw err
     }
     return { requestId, created: Math.floor(Date.now() / 1000), model: req.model, events: queue }
+  }
+
+  /**
+   * Stops a request at once (its client went away): the node stops, the request ends cancelled
+   * and pays for what was produced up to now, nothing stays held.
+   */
+  stop(requestId: string): Promise<void> {
+    return this.chat.stop(requestId)
   }
 
   private async sampling(req: CompletionRequest): Promise<Omit<Sampling, 'max_tokens'>> {

@@ -18,7 +18,7 @@ import {
   type Tally,
 } from './event-match.ts'
 import { parseSubscription, type Subscription } from './subscription.ts'
-import { TopicIndex } from './subscription-index.ts'
+import { ClientIndex, TopicIndex, indexKey, type IndexKey } from './subscription-index.ts'
 
 export type { RealtimeEvent } from './event-match.ts'
 
@@ -32,6 +32,8 @@ export interface RealtimeClient {
 
 interface Connected extends RealtimeClient {
   topics: Map<string, TopicIndex>
+  /** Where the hub's index holds this client (to take it out again). */
+  indexed: Array<{ collection: string; key: IndexKey | undefined }>
   /** Deliveries waiting for the database, run one after another to keep the client's order. */
   chain: Promise<void>
   backlog: number
@@ -48,7 +50,7 @@ export interface HubOptions {
 
 export class RealtimeHub {
   private clients = new Map<string, Connected>()
-  private byCollection = new Map<string, Set<Connected>>()
+  private index = new ClientIndex<Connected>()
   private budget: CostBudget
   private queryCostMs: number
   private maxBacklog: number
@@ -86,6 +88,7 @@ export class RealtimeHub {
       subscriptions: new Map(),
       send,
       topics: new Map(),
+      indexed: [],
       chain: Promise.resolve(),
       backlog: 0,
       closed: false,
@@ -117,18 +120,16 @@ export class RealtimeHub {
       let topic = client.topics.get(sub.collection.name)
       if (!topic) client.topics.set(sub.collection.name, (topic = new TopicIndex()))
       topic.add(sub)
-    }
-    for (const name of client.topics.keys()) {
-      let set = this.byCollection.get(name)
-      if (!set) this.byCollection.set(name, (set = new Set()))
-      set.add(client)
+      const where = { collection: sub.collection.name, key: indexKey(sub, caller) }
+      this.index.add(where.collection, client, where.key)
+      client.indexed.push(where)
     }
   }
 
   /** Delivers one record event to every matching, permitted subscription. */
   publish(event: RealtimeEvent): Promise<void> {
-    const clients = this.byCollection.get(event.collection.name)
-    if (!clients?.size) return Promise.resolve()
+    if (!this.index.has(event.collection.name)) return Promise.resolve()
+    const clients = this.index.candidates(event.collection.name, event.row)
     const match = new EventMatch(this.database, event, this.checks)
     const waiting: Promise<void>[] = []
     for (const client of clients) {
@@ -194,7 +195,8 @@ export class RealtimeHub {
   }
 
   private unindex(client: Connected) {
-    for (const name of client.topics.keys()) this.byCollection.get(name)?.delete(client)
+    for (const { collection, key } of client.indexed) this.index.remove(collection, client, key)
+    client.indexed = []
     client.topics.clear()
   }
 }

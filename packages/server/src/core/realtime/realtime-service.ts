@@ -73,7 +73,16 @@ export class RealtimeService {
   async open(address: string, send: RealtimeClient['send']): Promise<RealtimeClient | null> {
     const client = this.hub.connect(address, send)
     const entry: ClientEntry = { id: client.id, address }
-    if (!(await this.directory.open(entry, this.limits.connectionsPerAddress).catch(() => false))) {
+    let admitted: boolean
+    try {
+      admitted = await this.directory.open(entry, this.limits.connectionsPerAddress)
+    } catch (err) {
+      // The shared directory (Redis) cannot be reached: not the client's fault (the stream's
+      // handler answers 503), and no count of the address is kept.
+      this.hub.disconnect(client.id)
+      throw err
+    }
+    if (!admitted) {
       this.hub.disconnect(client.id)
       return null
     }

@@ -1,5 +1,6 @@
 import type { CollectionDef } from '../collections/collection-def.ts'
 import type { Row } from './serialize.ts'
+import { callEach } from '../../tools/background.ts'
 
 export type RecordAction = 'create' | 'update' | 'delete'
 
@@ -29,7 +30,9 @@ export class RecordEvents {
     return () => this.listeners.delete(listener)
   }
 
+  /** Each listener runs on its own: one that throws neither stops the others nor fails the
+   * write, which has committed already. */
   emit(change: RecordChange): void {
-    for (const listener of this.listeners) listener(change)
+    callEach(this.listeners, [change], `record event listener (${change.collection.name})`)
   }
 }

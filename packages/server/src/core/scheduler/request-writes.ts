@@ -9,9 +9,11 @@ import { server as superuser } from '../records/caller.ts'
 import type { Row } from '../records/serialize.ts'
 import { nowDate } from '../../tools/dates.ts'
 import {
+  cancelRequest,
   chargeDeletedRequest,
   failRequest,
   settleRequest,
+  type Cancellation,
   type Completion,
 } from '../ledger/settlement.ts'
 import { emitBalance, emitById, emitStored } from './emit-stored.ts'
@@ -86,6 +88,23 @@ export async function settleAndPublish(
   if (settled.conversation) await emitById(core, 'conversations', settled.conversation)
   await emitById(core, 'nodes', completion.nodeId)
   return 'settled'
+}
+
+/**
+ * Ends a request its owner stopped, pays for what was produced (ledger/settlement.ts
+ * `cancelRequest`) and publishes the rows it wrote. False when it had already ended.
+ */
+export async function cancelAndPublish(core: CoreApp, c: Cancellation): Promise<boolean> {
+  const settled = await cancelRequest(core.database.db, c)
+  if (!settled) return false
+  await emitById(core, 'requests', c.requestId)
+  await emitBalance(core, settled.user)
+  if (settled.cost > 0) {
+    if (settled.nodeOwner !== settled.user) await emitBalance(core, settled.nodeOwner)
+    await emitStored(core, 'user_credit_txs', { column: 'request', value: c.requestId }, 'create')
+  }
+  if (settled.conversation) await emitById(core, 'conversations', settled.conversation)
+  return true
 }
 
 /** Charges the streamed part of a deleted request (at most once) and publishes the balances. */

@@ -9,17 +9,20 @@
 import type { CoreApp } from '../app.ts'
 import type { Row } from '../records/serialize.ts'
 import { requireCollection } from '../collections/registry.ts'
+import { OPEN_STATUSES } from '../ledger/settlement.ts'
 import { AnswerMeter } from '../metering/answer-meter.ts'
 import type { FailureKind, NodeHealth } from '../nodes/node-health.ts'
 import type { NodeRegistry, RegistryListener } from '../nodes/node-registry.ts'
 import { CoalescedPublisher } from './coalesced-publisher.ts'
 import { pickNode, type NodeChoice } from './pick-node.ts'
 import { expectedJobSpeed, jobDeadlineMs } from './job-deadline.ts'
+import { background } from '../../tools/background.ts'
+import { failAndPublish as failOnce } from './request-writes.ts'
 import {
+  cancelAndPublish,
   chargeDeletedAndPublish,
   createJob,
   loadRequestRow,
-  failAndPublish,
   markProcessing,
   setJobStatus,
   settleAndPublish,
@@ -36,9 +39,16 @@ import {
   type WorkItem,
 } from './work.ts'
 
+const OPEN = new Set<string>(OPEN_STATUSES)
+
 export class Scheduler implements RegistryListener {
+  /** Queued requests whose choice of a node failed on a database error, and how often. */
+  private chooseFailures = new WeakMap<Work, number>()
+  private retryTimer: NodeJS.Timeout | null = null
   private queue: Work[] = []
   private byJob = new Map<string, Work>()
+  /** Every request of this scheduler, queued, being offered, running or being settled. */
+  private byRequest = new Map<string, Work>()
   private pumping = false
   private pumpAgain = false
   private timer: NodeJS.Timeout
@@ -69,7 +79,9 @@ export class Scheduler implements RegistryListener {
       publisher: null,
       row: null,
       chain: Promise.resolve(),
+      ending: false,
     }
+    this.byRequest.set(item.requestId, work)
     this.queue.push(work)
     const position = this.queue.filter((w) => w.modelId === item.modelId).length - 1
     this.onCapacity()
@@ -92,7 +104,7 @@ export class Scheduler implements RegistryListener {
   }
 
   onCapacity(): void {
-    void this.pump()
+    background(this.pump(), 'scheduler pump')
   }
 
   onNodeGone(nodeId: string): void {
@@ -151,11 +163,62 @@ export class Scheduler implements RegistryListener {
   }
 
   /**
+   * Stops a request its owner cancelled (`POST /api/requests/cancel`, a `/v1` client gone): a
+   * queued one leaves the queue, a running one's node is told to stop at once; the request ends
+   * `cancelled` with the text the coordinator counted so far, paid for as produced (nothing when
+   * nothing was), its hold released. Answers a promise that settles once the request has ended
+   * (also when it was already ending: completed, failed or cancelled), or null when this
+   * scheduler does not have it (another process may).
+   */
+  cancel(requestId: string): Promise<void> | null {
+    const work = this.byRequest.get(requestId)
+    if (!work || work.canary) return null
+    if (work.ending) return work.chain
+    work.ending = true
+    const queued = this.queue.indexOf(work)
+    if (queued >= 0) this.queue.splice(queued, 1)
+    const job = work.job
+    const cancellation = {
+      requestId,
+      nodeId: '',
+      response: '',
+      tokensInput: 0,
+      tokensOutput: 0,
+      processingTimeMs: 0,
+    }
+    if (job) {
+      // What the coordinator counted of the part streamed (no claim from the node: none came).
+      const answer = job.meter.finish(null)
+      this.release(work)
+      this.registry.get(job.nodeId)?.send({ type: 'job_cancel', job_id: job.id })
+      Object.assign(cancellation, {
+        nodeId: job.nodeId,
+        response: answer.text,
+        tokensInput: work.estimatedInput,
+        tokensOutput: answer.tokensOutput,
+        processingTimeMs: job.acked ? Date.now() - job.acceptedAt : 0,
+      })
+      this.serial(work, () => setJobStatus(this.core, job.id, 'cancelled'))
+    }
+    // Being offered (between the queue and its node): dispatch sees `ending` and stops there.
+    this.end(work, async () => {
+      await cancelAndPublish(this.core, cancellation)
+    })
+    this.onCapacity()
+    return work.chain
+  }
+
+  /**
    * The request's rows are gone (its conversation or account was deleted; the deletion already
    * ended it and released its hold): drop it from the queue, or cancel its job and charge the part
    * its node had streamed. Every process hears the deletion; only the one running it acts.
    */
   onRequestDeleted(requestId: string): void {
+    const known = this.byRequest.get(requestId)
+    if (known) {
+      known.ending = true
+      this.byRequest.delete(requestId)
+    }
     const queued = this.queue.findIndex((w) => w.requestId === requestId)
     if (queued >= 0) {
       this.queue.splice(queued, 1)
@@ -183,7 +246,9 @@ export class Scheduler implements RegistryListener {
 
   close(): void {
     this.closed = true
+    closedCores.add(this.core)
     clearInterval(this.timer)
+    if (this.retryTimer) clearTimeout(this.retryTimer)
     for (const w of this.byJob.values()) w.publisher?.stop()
   }
 
@@ -198,7 +263,10 @@ export class Scheduler implements RegistryListener {
       do {
         this.pumpAgain = false
         for (const work of [...this.queue]) {
-          const choice = await this.choose(work)
+          const choice = await this.choose(work).catch((err: unknown) =>
+            this.chooseFailed(work, err),
+          )
+          if (!choice) continue
           // Deleted (or otherwise taken out) while the choice was made.
           const index = this.queue.indexOf(work)
           if (index < 0) continue
@@ -251,12 +319,18 @@ export class Scheduler implements RegistryListener {
     work.row ??= await loadRequestRow(this.core, work.requestId)
     // Its rows are gone (deleted with its conversation): nothing to run, and nothing may block the
     // requests queued behind it.
-    if (!work.row) return
+    // Gone (deleted with its conversation), or ended (cancelled before it was queued here).
+    if (!work.row || work.ending || !OPEN.has(String(work.row.status))) return this.forget(work)
     const jobId = await createJob(this.core, work.requestId, nodeId).catch(async (err) => {
       if (!(await loadRequestRow(this.core, work.requestId))) return null
       throw err
     })
-    if (!jobId) return
+    if (!jobId) return this.forget(work)
+    // Cancelled while its job was being created: the offer never goes out.
+    if (work.ending) {
+      await setJobStatus(this.core, jobId, 'cancelled')
+      return
+    }
     work.tried.add(nodeId)
     work.offers++
     const deadline = this.options.deadline
@@ -321,24 +395,38 @@ export class Scheduler implements RegistryListener {
     // The whole answer reaches subscribers now; the completed record follows the settlement.
     this.publishPartial(work)
     this.release(work)
-    this.serial(work, async () => {
+    work.ending = true
+    this.end(work, async () => {
       await setJobStatus(this.core, job.id, 'completed')
-      await this.health.success(nodeId, work.modelId, answer, frame.tokens_output, elapsedMs)
-      if (work.canary) return work.canary.done(answer, frame.processing_time_ms)
-      const tokensOutput = answer.tokensOutput
-      const outcome = await settleAndPublish(this.core, {
-        requestId: work.requestId,
-        nodeId,
-        response: answer.text,
-        // Input as counted when the hold was sized; output as the coordinator counted it.
-        tokensInput: work.estimatedInput,
-        tokensOutput,
-        processingTimeMs: frame.processing_time_ms,
-      })
-      // Deleted while its answer was being settled: the deletion released the hold, so the answer
-      // the user saw is charged like any deleted request's streamed part.
-      if (outcome === 'deleted')
-        await chargeDeletedAndPublish(this.core, work, nodeId, tokensOutput)
+      // The node's record is secondary: a failed write of it must not keep the answer unsettled.
+      await this.health
+        .success(nodeId, work.modelId, answer, frame.tokens_output, elapsedMs)
+        .catch((err: unknown) => console.error('recording a node success failed:', err))
+      try {
+        if (work.canary) return await work.canary.done(answer, frame.processing_time_ms)
+        const tokensOutput = answer.tokensOutput
+        const outcome = await settleAndPublish(this.core, {
+          requestId: work.requestId,
+          nodeId,
+          response: answer.text,
+          // Input as counted when the hold was sized; output as the coordinator counted it.
+          tokensInput: work.estimatedInput,
+          tokensOutput,
+          processingTimeMs: frame.processing_time_ms,
+        })
+        // Deleted while its answer was being settled: the deletion released the hold, so the
+        // answer the user saw is charged like any deleted request's streamed part.
+        if (outcome === 'deleted')
+          await chargeDeletedAndPublish(this.core, work, nodeId, tokensOutput)
+      } catch (err) {
+        // The settlement's transaction did not commit (a database error): the request must not
+        // stay open with its hold. It fails retryable, nothing charged. When the settlement did
+        // commit and only what followed failed, the request is no longer open and this changes
+        // nothing.
+        console.error(`settling request ${work.requestId} failed:`, err)
+        await failAndPublish(this.core, work.requestId, work.user, SAVE_FAILED_MESSAGE)
+        await work.canary?.done(null, 0)
+      }
     })
     this.onCapacity()
   }
@@ -402,10 +490,40 @@ export class Scheduler implements RegistryListener {
   }
 
   private fail(work: Work, message: string) {
-    this.serial(work, async () => {
+    if (work.ending) return
+    work.ending = true
+    this.end(work, async () => {
       await failAndPublish(this.core, work.requestId, work.user, message)
       await work.canary?.done(null, 0)
     })
+  }
+
+  /**
+   * Choosing a node read the database and failed: the request stays queued and the queue is
+   * looked at again shortly; after CHOOSE_RETRIES such failures the request fails retryable
+   * rather than wait for ever.
+   */
+  private chooseFailed(work: Work, err: unknown): null {
+    // Reads cut off by shutdown are expected; restart recovery deals with their requests.
+    if (this.closed) return null
+    const failures = (this.chooseFailures.get(work) ?? 0) + 1
+    console.error(`choosing a node for request ${work.requestId} failed (${failures}):`, err)
+    if (failures >= CHOOSE_RETRIES) {
+      this.chooseFailures.delete(work)
+      const index = this.queue.indexOf(work)
+      if (index >= 0) this.queue.splice(index, 1)
+      this.fail(work, NO_NODE_MESSAGE)
+      return null
+    }
+    this.chooseFailures.set(work, failures)
+    if (!this.retryTimer) {
+      this.retryTimer = setTimeout(() => {
+        this.retryTimer = null
+        this.onCapacity()
+      }, CHOOSE_RETRY_MS)
+      this.retryTimer.unref()
+    }
+    return null
   }
 
   private checkStalls() {
@@ -417,6 +535,21 @@ export class Scheduler implements RegistryListener {
       if (now - job.lastActivity > limit) this.reassign(work, ATTEMPT_ENDED.stalled, 'stalled')
       else if (now > job.deadline) this.reassign(work, ATTEMPT_ENDED.slow, 'stalled')
     }
+  }
+
+  /** The request's last database work: once it is done, the scheduler no longer has it. */
+  private end(work: Work, task: () => Promise<void>) {
+    this.serial(work, async () => {
+      try {
+        await task()
+      } finally {
+        this.forget(work)
+      }
+    })
+  }
+
+  private forget(work: Work) {
+    if (this.byRequest.get(work.requestId) === work) this.byRequest.delete(work.requestId)
   }
 
   /** Database work of one request runs in order (accepted before done, done before anything later). */
@@ -435,5 +568,45 @@ export class Scheduler implements RegistryListener {
     const waiters = this.idleWaiters
     this.idleWaiters = []
     waiters.forEach((w) => w())
+  }
+}
+
+/** What a user sees when the answer came but could not be saved (a database error). */
+export const SAVE_FAILED_MESSAGE = 'The answer could not be saved. Please try again.'
+/** Ending a request on a database error: tries, and the first and longest pause between them
+ * (0.25 s doubling to 15 s: about a minute in all). */
+const END_RETRIES = 8
+const END_RETRY_MS = 250
+const END_RETRY_MAX_MS = 15_000
+/** Failed choices of a node (database errors) before a queued request fails, and the pause
+ * before the queue is looked at again. */
+const CHOOSE_RETRIES = 5
+const CHOOSE_RETRY_MS = 1000
+
+/** Cores whose scheduler has closed (shutdown): their failed writes are not retried. */
+const closedCores = new WeakSet<CoreApp>()
+
+/**
+ * Fails a request retryable and publishes it (request-writes.ts), retrying a database error with
+ * a growing pause for about a minute, so a passing fault never leaves a request open with its
+ * hold; after that, or once the scheduler has closed, restart recovery and the takeover of
+ * requests end it.
+ */
+async function failAndPublish(
+  core: CoreApp,
+  requestId: string,
+  user: string,
+  message: string,
+): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await failOnce(core, requestId, user, message)
+    } catch (err) {
+      if (closedCores.has(core) || attempt + 1 >= END_RETRIES) throw err
+      console.error(`failing request ${requestId} failed, retrying:`, err)
+      await new Promise((r) =>
+        setTimeout(r, Math.min(END_RETRY_MAX_MS, END_RETRY_MS * 2 ** attempt)).unref(),
+      )
+    }
   }
 }

@@ -112,6 +112,8 @@ export interface Work extends WorkItem {
   publisher: CoalescedPublisher | null
   row: Row | null
   chain: Promise<void>
+  /** Completed, failed or cancelled: its last writes are under way (or done). */
+  ending: boolean
 }
 
 export type JobFrame = Extract<NodeToServerFrame, { job_id: string }>

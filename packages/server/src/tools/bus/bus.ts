@@ -9,10 +9,19 @@ export interface Bus {
   /** 'embedded' (in-process) or 'redis'. */
   readonly kind: 'embedded' | 'redis'
   publish(channel: string, message: unknown): void
+  /** Messages and bytes sent to and received from the backend (Redis only; metrics). */
+  readonly traffic?: BusTraffic
   subscribe(channel: string, handler: BusHandler): () => void
   /** Resolves once every subscription made so far receives messages. */
   subscribed(): Promise<void>
   /** A real round trip to the backend, for health checks. */
   ping(): Promise<boolean>
   close(): Promise<void>
+}
+
+export interface BusTraffic {
+  published: number
+  publishedBytes: number
+  received: number
+  receivedBytes: number
 }

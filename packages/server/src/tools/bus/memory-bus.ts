@@ -1,4 +1,5 @@
 import type { Bus, BusHandler } from './bus.ts'
+import { callEach } from '../background.ts'
 
 /** The embedded bus: synchronous in-process delivery; what a single coordinator process needs. */
 export class MemoryBus implements Bus {
@@ -6,7 +7,8 @@ export class MemoryBus implements Bus {
   private channels = new Map<string, Set<BusHandler>>()
 
   publish(channel: string, message: unknown): void {
-    for (const handler of this.channels.get(channel) ?? []) handler(message)
+    // One handler that throws neither stops the others nor reaches the publisher.
+    callEach(this.channels.get(channel) ?? [], [message], `bus handler (${channel})`)
   }
 
   subscribe(channel: string, handler: BusHandler): () => void {

@@ -1,5 +1,6 @@
+import { callEach } from '../background.ts'
 import { Redis } from 'ioredis'
-import type { Bus, BusHandler } from './bus.ts'
+import type { Bus, BusHandler, BusTraffic } from './bus.ts'
 
 /** The scaled-out bus: Redis pub/sub, so every coordinator process sees every message. */
 export class RedisBus implements Bus {
@@ -8,6 +9,7 @@ export class RedisBus implements Bus {
   private sub: Redis
   private handlers = new Map<string, Set<BusHandler>>()
   private pending: Promise<unknown> = Promise.resolve()
+  readonly traffic: BusTraffic = { published: 0, publishedBytes: 0, received: 0, receivedBytes: 0 }
 
   constructor(url: string, private prefix = 'meshwork:') {
     const opts = { maxRetriesPerRequest: 2, lazyConnect: false }
@@ -17,6 +19,8 @@ export class RedisBus implements Bus {
     this.pub.on('error', () => {})
     this.sub.on('error', () => {})
     this.sub.on('message', (channel: string, text: string) => {
+      this.traffic.received++
+      this.traffic.receivedBytes += text.length
       const handlers = this.handlers.get(channel.slice(this.prefix.length))
       if (!handlers) return
       let message: unknown
@@ -25,12 +29,16 @@ export class RedisBus implements Bus {
       } catch {
         return
       }
-      for (const handler of handlers) handler(message)
+      // One handler that throws neither stops the others nor reaches ioredis's parser.
+      callEach(handlers, [message], `bus handler (${channel})`)
     })
   }
 
   publish(channel: string, message: unknown): void {
-    this.pub.publish(this.prefix + channel, JSON.stringify(message)).catch(() => {
+    const text = JSON.stringify(message)
+    this.traffic.published++
+    this.traffic.publishedBytes += text.length
+    this.pub.publish(this.prefix + channel, text).catch(() => {
       // fire-and-forget, like the embedded bus; health reports a broken connection
     })
   }

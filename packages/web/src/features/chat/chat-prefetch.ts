@@ -17,8 +17,15 @@ export function prefetchChat(queryClient: QueryClient, url: URL): void {
   // The open conversation first: the server answers in the order asked.
   if (conversationId) {
     void queryClient.prefetchInfiniteQuery(historyQuery(conversationId, userId))
-    void preloadMarkdown().catch(() => {})
+    // Most answers render without the full markdown renderer (simple-markdown.tsx): it is
+    // brought in once the first screen is up, not while it is being built.
+    whenIdle(() => void preloadMarkdown().catch(() => {}))
   }
   void queryClient.prefetchQuery(conversationsQuery(userId))
   void queryClient.prefetchQuery(modelsQuery)
+}
+
+function whenIdle(run: () => void): void {
+  if (typeof requestIdleCallback === 'function') requestIdleCallback(run, { timeout: 2000 })
+  else setTimeout(run, 500)
 }

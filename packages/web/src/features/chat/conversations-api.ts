@@ -121,7 +121,7 @@ export function useAnyNodeOnline(enabled: boolean) {
     queryFn: async () => {
       const list = await pb
         .collection('nodes')
-        .getList(1, 1, { filter: 'status = "online"', fields: 'id' })
+        .getList(1, 1, { filter: 'status = "online" || status = "busy"', fields: 'id' })
       return list.totalItems
     },
   })

@@ -20,10 +20,7 @@ export function nodeModelPhase(record: NodeModelRecord | undefined): NodeModelPh
   return 'not-downloaded'
 }
 
-/** A node that is not connected serves nothing, whatever its models last reported. */
-export function isNodeOnline(status: string | null | undefined): boolean {
-  return status === 'online' || status === 'busy'
-}
+export { isNodeOnline } from '../../lib/node-records.ts'
 
 /** Serving was asked for and the node could not start it (it reported why). */
 export function servingFailed(record: NodeModelRecord | undefined): boolean {

@@ -1,7 +1,8 @@
-import { cleanup, fireEvent, render, screen } from '@testing-library/react'
+import { cleanup, fireEvent, render, screen, within } from '@testing-library/react'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { createMemoryRouter, RouterProvider } from 'react-router'
 import type { NodeRecord } from '../../lib/node-records.ts'
+import { withProviders } from '../../test/providers.tsx'
 import NodesPage from './nodes-page.tsx'
 
 const state = vi.hoisted(() => ({
@@ -36,7 +37,7 @@ function renderPage() {
   const router = createMemoryRouter([{ path: '/nodes', element: <NodesPage /> }], {
     initialEntries: ['/nodes'],
   })
-  render(<RouterProvider router={router} />)
+  render(withProviders(<RouterProvider router={router} />))
 }
 
 describe('NodesPage', () => {
@@ -57,21 +58,26 @@ describe('NodesPage', () => {
     expect(screen.getByText('Get started by setting up your first node')).toBeTruthy()
   })
 
-  it('asks before deleting and reports a failure', () => {
+  it('asks in an in-app dialog before deleting, and reports a failure in a toast', async () => {
     Object.assign(state, { nodes: [node], loading: false })
-    const confirm = vi.spyOn(window, 'confirm').mockReturnValueOnce(false).mockReturnValueOnce(true)
-    const alert = vi.spyOn(window, 'alert').mockImplementation(() => {})
+    const native = vi.spyOn(window, 'confirm')
     renderPage()
+    const question = 'Are you sure you want to delete "studio"? This action cannot be undone.'
     fireEvent.click(screen.getByRole('button', { name: 'Delete studio' }))
-    expect(confirm).toHaveBeenCalledWith(
-      'Are you sure you want to delete "studio"? This action cannot be undone.',
-    )
+    let dialog = await screen.findByRole('alertdialog')
+    expect(within(dialog).getByText(question)).toBeTruthy()
+    fireEvent.click(within(dialog).getByRole('button', { name: 'Cancel' }))
+    await vi.waitFor(() => expect(screen.queryByRole('alertdialog')).toBeNull())
     expect(state.deleteMutate).not.toHaveBeenCalled()
     fireEvent.click(screen.getByRole('button', { name: 'Delete studio' }))
+    dialog = await screen.findByRole('alertdialog')
+    fireEvent.click(within(dialog).getByRole('button', { name: 'Delete' }))
+    await vi.waitFor(() => expect(state.deleteMutate).toHaveBeenCalledTimes(1))
     const [id, options] = state.deleteMutate.mock.calls[0]
     expect(id).toBe('n1')
     options.onError(new Error('forbidden'))
-    expect(alert).toHaveBeenCalledWith('Failed to delete node: forbidden')
+    expect(await screen.findByText('Failed to delete node: forbidden')).toBeTruthy()
+    expect(native).not.toHaveBeenCalled()
   })
 
   it('pauses the list refresh while the edit dialog is open', () => {

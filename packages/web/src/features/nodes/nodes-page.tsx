@@ -2,6 +2,7 @@ import { Plus, Server } from 'lucide-react'
 import { useState } from 'react'
 import { Link } from 'react-router'
 import { Card } from '../../components/card.tsx'
+import { useFeedback } from '../../components/feedback/feedback-context.tsx'
 import { NodeTable } from '../../components/node-table.tsx'
 import { PageContainer, PageHeader } from '../../components/page-header.tsx'
 import { Spinner } from '../../components/spinner.tsx'
@@ -21,16 +22,17 @@ export default function NodesPage() {
   const deleteNode = useDeleteNode()
   const list = nodes.data ?? []
 
-  const onDelete = (node: NodeRecord) => {
-    if (
-      !window.confirm(
-        `Are you sure you want to delete "${deviceLabel(node)}"? This action cannot be undone.`,
-      )
+  const { confirm, toast } = useFeedback()
+
+  const onDelete = async (node: NodeRecord) => {
+    const ok = await confirm(
+      `Are you sure you want to delete "${deviceLabel(node)}"? This action cannot be undone.`,
+      { title: 'Delete node', confirmLabel: 'Delete', destructive: true },
     )
-      return
+    if (!ok) return
     deleteNode.mutate(node.id, {
       onError: (err) =>
-        window.alert(`Failed to delete node: ${errorMessage(err, 'Unknown error')}`),
+        toast(`Failed to delete node: ${errorMessage(err, 'Unknown error')}`, 'error'),
     })
   }
 
@@ -72,7 +74,7 @@ export default function NodesPage() {
             showActive
             showActions
             onEdit={setEditing}
-            onDelete={onDelete}
+            onDelete={(n) => void onDelete(n)}
           />
         )}
       </Card>

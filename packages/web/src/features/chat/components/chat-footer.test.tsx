@@ -58,4 +58,28 @@ describe('ChatFooter', () => {
     )
     expect(screen.getByText('Not enough credits: at least 18 needed')).toBeTruthy()
   })
+  it('says when the balance pays only for a shorter answer, and how long', () => {
+    const { rerender } = render(
+      <ChatFooter
+        available={40}
+        draft="Hello"
+        quote={{ ...quote, available: 40, max_cost: 40, output_cap: 38, max_output: 256 }}
+        showCosts={false}
+        onToggleCosts={() => {}}
+      />,
+    )
+    expect(
+      screen.getByText('· Your balance pays for a shorter answer: up to 38 tokens'),
+    ).toBeTruthy()
+    rerender(
+      <ChatFooter
+        available={1000}
+        draft="Hello"
+        quote={{ ...quote, max_output: 256 }}
+        showCosts={false}
+        onToggleCosts={() => {}}
+      />,
+    )
+    expect(screen.queryByText(/shorter answer/)).toBeNull()
+  })
 })

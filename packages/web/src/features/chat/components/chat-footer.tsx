@@ -62,6 +62,12 @@ export function ChatFooter({ available, draft, quote, showCosts, onToggleCosts }
               <span>· at most {formatNumber(quote.max_cost, 2)} credits for this message</span>
             )
           )}
+          {!refused && quote && quote.max_output && quote.output_cap < quote.max_output && (
+            <span className="font-medium text-amber-800 dark:text-amber-300">
+              · Your balance pays for a shorter answer: up to {formatNumber(quote.output_cap)}{' '}
+              tokens
+            </span>
+          )}
         </p>
       )}
     </div>

@@ -1,6 +1,7 @@
-import { cleanup, fireEvent, render, screen } from '@testing-library/react'
+import { cleanup, fireEvent, render, screen, within } from '@testing-library/react'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import type { NodeModelRecord, NodeRecord } from '../../../lib/node-records.ts'
+import { withProviders } from '../../../test/providers.tsx'
 import { EditNodeBody } from './edit-node-dialog.tsx'
 
 const state = vi.hoisted(() => ({ records: [] as NodeModelRecord[], mutate: vi.fn() }))
@@ -53,7 +54,7 @@ describe('EditNodeBody', () => {
   })
 
   it('disables Update while the device name is empty', () => {
-    render(<EditNodeBody node={node} />)
+    render(withProviders(<EditNodeBody node={node} />))
     const update = screen.getByRole('button', { name: 'Update' })
     expect((update as HTMLButtonElement).disabled).toBe(false)
     fireEvent.change(screen.getByLabelText('Device Name'), { target: { value: '   ' } })
@@ -61,14 +62,14 @@ describe('EditNodeBody', () => {
   })
 
   it('disables the status toggle with a warning while nothing is serving', () => {
-    render(<EditNodeBody node={node} />)
+    render(withProviders(<EditNodeBody node={node} />))
     expect((screen.getByRole('switch') as HTMLButtonElement).disabled).toBe(true)
     expect(screen.getByRole('note').textContent).toContain('Start serving at least one model')
   })
 
   it('enables the toggle once a model serves', () => {
     state.records = [record({ is_downloaded: true, is_serving: true, tokens_per_second: 12.34 })]
-    render(<EditNodeBody node={node} />)
+    render(withProviders(<EditNodeBody node={node} />))
     expect((screen.getByRole('switch') as HTMLButtonElement).disabled).toBe(false)
     expect(screen.queryByRole('note')).toBeNull()
     expect(screen.getByText(/12\.3 tok\/s/)).toBeTruthy()
@@ -76,7 +77,7 @@ describe('EditNodeBody', () => {
   })
 
   it('shows Download with the size in GB, and a percent bar while downloading', () => {
-    render(<EditNodeBody node={node} />)
+    render(withProviders(<EditNodeBody node={node} />))
     expect(screen.getByText('1.3 GB')).toBeTruthy()
     fireEvent.click(screen.getByRole('button', { name: 'Download' }))
     expect(state.mutate.mock.calls[0][0]).toEqual({
@@ -86,14 +87,14 @@ describe('EditNodeBody', () => {
     })
     cleanup()
     state.records = [record({ download_progress: '37.6' })]
-    render(<EditNodeBody node={node} />)
+    render(withProviders(<EditNodeBody node={node} />))
     expect(screen.getByRole('progressbar').getAttribute('aria-valuenow')).toBe('38')
     expect(screen.getByRole('button', { name: 'Cancel' })).toBeTruthy()
   })
 
   it('downloads again on the record a cancelled download left', () => {
     state.records = [record({ requested_download: false, download_progress: '40' })]
-    render(<EditNodeBody node={node} />)
+    render(withProviders(<EditNodeBody node={node} />))
     fireEvent.click(screen.getByRole('button', { name: 'Download' }))
     expect(state.mutate.mock.calls[0][0]).toEqual({
       kind: 'download',
@@ -109,7 +110,7 @@ describe('EditNodeBody', () => {
         error_message: 'Download failed: The model source could not be reached. Retrying in 20 s.',
       }),
     ]
-    render(<EditNodeBody node={node} />)
+    render(withProviders(<EditNodeBody node={node} />))
     expect(screen.getByText('Download failed at 12%')).toBeTruthy()
     expect(screen.getByRole('alert').textContent).toContain('could not be reached')
     expect(screen.queryByRole('progressbar')).toBeNull()
@@ -125,7 +126,7 @@ describe('EditNodeBody', () => {
     state.records = [
       record({ is_downloaded: true, requested_serving: true, error_message: 'Failed to load' }),
     ]
-    render(<EditNodeBody node={node} />)
+    render(withProviders(<EditNodeBody node={node} />))
     expect(screen.getByText('Could not start serving')).toBeTruthy()
     expect(screen.queryByRole('button', { name: 'Start Serving' })).toBeNull()
     fireEvent.click(screen.getByRole('button', { name: 'Retry' }))
@@ -134,14 +135,52 @@ describe('EditNodeBody', () => {
 
   it('never shows an offline node as serving', () => {
     state.records = [record({ is_downloaded: true, is_serving: true, tokens_per_second: 1315.7 })]
-    render(<EditNodeBody node={{ ...node, status: 'offline' }} />)
+    render(withProviders(<EditNodeBody node={{ ...node, status: 'offline' }} />))
     expect(screen.queryByText(/Serving ·/)).toBeNull()
     expect(screen.getByText('Offline · serves again when the node reconnects')).toBeTruthy()
     expect(screen.getByText(/This node is offline/)).toBeTruthy()
   })
 
+  it("does not make an offline node's Active status look live", () => {
+    state.records = [record({ is_downloaded: true, is_serving: true })]
+    render(withProviders(<EditNodeBody node={{ ...node, is_active: true, status: 'offline' }} />))
+    const toggle = screen.getByRole('switch')
+    expect(toggle.className).not.toContain('bg-emerald')
+    expect(toggle.getAttribute('aria-describedby')).toBeTruthy()
+    expect(screen.getByText('Active · offline: takes no requests until it reconnects')).toBeTruthy()
+    cleanup()
+    render(withProviders(<EditNodeBody node={{ ...node, is_active: true }} />))
+    expect(screen.getByRole('switch').className).toContain('bg-emerald')
+    expect(screen.getByText('Active')).toBeTruthy()
+  })
+
+  it('deletes a model only after the in-app confirmation, with the spec text', async () => {
+    const native = vi.spyOn(window, 'confirm')
+    state.records = [record({ is_downloaded: true })]
+    render(withProviders(<EditNodeBody node={node} />))
+    fireEvent.click(screen.getByRole('button', { name: 'Delete' }))
+    let dialog = await screen.findByRole('alertdialog')
+    expect(
+      within(dialog).getByText(
+        'Are you sure you want to delete this model? This will remove the downloaded files from your node.',
+      ),
+    ).toBeTruthy()
+    fireEvent.click(within(dialog).getByRole('button', { name: 'Cancel' }))
+    await vi.waitFor(() => expect(screen.queryByRole('alertdialog')).toBeNull())
+    expect(state.mutate).not.toHaveBeenCalled()
+    fireEvent.click(screen.getByRole('button', { name: 'Delete' }))
+    dialog = await screen.findByRole('alertdialog')
+    fireEvent.click(within(dialog).getByRole('button', { name: 'Delete' }))
+    await vi.waitFor(() => expect(state.mutate).toHaveBeenCalledTimes(1))
+    expect(state.mutate.mock.calls[0][0]).toEqual({ kind: 'delete', recordId: 'nm1' })
+    expect(native).not.toHaveBeenCalled()
+    native.mockRestore()
+  })
+
   it('marks models too large for the memory the node reported', () => {
-    render(<EditNodeBody node={{ ...node, hardware: { memory_bytes: 1024 ** 3 } }} />)
+    render(
+      withProviders(<EditNodeBody node={{ ...node, hardware: { memory_bytes: 1024 ** 3 } }} />),
+    )
     const note = screen
       .getAllByRole('note')
       .find((n) => n.textContent?.startsWith('Too large for this node'))
@@ -149,7 +188,11 @@ describe('EditNodeBody', () => {
       'Too large for this node: needs about 2.0 GB of memory; it reports 1.0 GB RAM.',
     )
     cleanup()
-    render(<EditNodeBody node={{ ...node, hardware: { memory_bytes: 16 * 1024 ** 3 } }} />)
+    render(
+      withProviders(
+        <EditNodeBody node={{ ...node, hardware: { memory_bytes: 16 * 1024 ** 3 } }} />,
+      ),
+    )
     expect(screen.queryByText(/Too large for this node/)).toBeNull()
   })
 })

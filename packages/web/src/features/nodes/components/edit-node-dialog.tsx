@@ -2,6 +2,7 @@ import * as Dialog from '@radix-ui/react-dialog'
 import { X } from 'lucide-react'
 import { useState } from 'react'
 import { Button } from '../../../components/button.tsx'
+import { useFeedback } from '../../../components/feedback/feedback-context.tsx'
 import { Spinner } from '../../../components/spinner.tsx'
 import { errorMessage } from '../../../lib/api-error.ts'
 import type { NodeRecord } from '../../../lib/node-records.ts'
@@ -17,6 +18,10 @@ import {
 } from '../nodes-api.ts'
 import { NodeActiveToggle } from './node-active-toggle.tsx'
 import { NodeModelRow } from './node-model-row.tsx'
+
+/** Spec §5: model deletion asks this first. */
+export const DELETE_MODEL_CONFIRM =
+  'Are you sure you want to delete this model? This will remove the downloaded files from your node.'
 
 export interface EditNodeDialogProps {
   node: NodeRecord
@@ -61,6 +66,7 @@ export function EditNodeBody({ node: initial }: { node: NodeRecord }) {
   const catalogue = useCatalogue()
   const nodeModels = useNodeModels(node.id)
   const modelAction = useNodeModelAction(node.id)
+  const { confirm, toast } = useFeedback()
   const records = nodeModels.data ?? []
   const entries = mergeModelEntries(catalogue.data ?? [], records)
 
@@ -68,9 +74,9 @@ export function EditNodeBody({ node: initial }: { node: NodeRecord }) {
     updateNode.mutate(
       { id: node.id, data: { device_name: deviceName.trim() } },
       {
-        onSuccess: () => window.alert('Device name updated successfully!'),
+        onSuccess: () => toast('Device name updated successfully!', 'success'),
         onError: (err) =>
-          window.alert(`Failed to update device name: ${errorMessage(err, 'Unknown error')}`),
+          toast(`Failed to update device name: ${errorMessage(err, 'Unknown error')}`, 'error'),
       },
     )
   }
@@ -83,16 +89,25 @@ export function EditNodeBody({ node: initial }: { node: NodeRecord }) {
       {
         onError: (err) => {
           setIsActive(previous)
-          window.alert(`Failed to update node status: ${errorMessage(err, 'Unknown error')}`)
+          toast(`Failed to update node status: ${errorMessage(err, 'Unknown error')}`, 'error')
         },
       },
     )
   }
 
-  const runAction = (action: NodeModelAction) => {
+  const runAction = async (action: NodeModelAction) => {
+    if (
+      action.kind === 'delete' &&
+      !(await confirm(DELETE_MODEL_CONFIRM, {
+        title: 'Delete model',
+        confirmLabel: 'Delete',
+        destructive: true,
+      }))
+    )
+      return
     modelAction.mutate(action, {
       onError: (err) =>
-        window.alert(`${actionFailure[action.kind]}: ${errorMessage(err, 'Unknown error')}`),
+        toast(`${actionFailure[action.kind]}: ${errorMessage(err, 'Unknown error')}`, 'error'),
     })
   }
 
@@ -127,6 +142,7 @@ export function EditNodeBody({ node: initial }: { node: NodeRecord }) {
         isActive={isActive}
         serving={hasServingModel(records)}
         busy={updateNode.isPending}
+        online={online}
         onChange={toggleActive}
       />
       <section>
@@ -151,7 +167,7 @@ export function EditNodeBody({ node: initial }: { node: NodeRecord }) {
                 busy={modelAction.isPending}
                 nodeOnline={online}
                 fit={memoryFit(entry.model.file_size_bytes, node.hardware)}
-                onAction={runAction}
+                onAction={(action) => void runAction(action)}
               />
             ))}
           </ul>

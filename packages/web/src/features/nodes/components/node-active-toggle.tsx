@@ -7,12 +7,22 @@ export interface NodeActiveToggleProps {
   isActive: boolean
   serving: boolean
   busy: boolean
+  /** The node is connected. An offline node takes no requests, whatever the switch says. */
+  online?: boolean
   onChange: (next: boolean) => void
 }
 
 /** 'Node Status' Active/Inactive switch with the serving-model rule of spec §4. */
-export function NodeActiveToggle({ isActive, serving, busy, onChange }: NodeActiveToggleProps) {
+export function NodeActiveToggle({
+  isActive,
+  serving,
+  busy,
+  online = true,
+  onChange,
+}: NodeActiveToggleProps) {
   const state = activeToggleState(isActive, serving)
+  // Offline, nothing is live: no green switch, no red 'active but not serving' alarm either.
+  const danger = online && state.danger
   return (
     <div>
       <div className="flex items-center justify-between gap-4">
@@ -20,8 +30,9 @@ export function NodeActiveToggle({ isActive, serving, busy, onChange }: NodeActi
           <p id="node-status-label" className="text-sm font-medium text-slate-900 dark:text-white">
             Node Status
           </p>
-          <p className="text-sm text-slate-500 dark:text-slate-400">
+          <p id="node-status-state" className="text-sm text-slate-500 dark:text-slate-400">
             {isActive ? 'Active' : 'Inactive'}
+            {online ? '' : ' · offline: takes no requests until it reconnects'}
           </p>
         </div>
         <Switch.Root
@@ -29,12 +40,15 @@ export function NodeActiveToggle({ isActive, serving, busy, onChange }: NodeActi
           disabled={state.disabled || busy}
           onCheckedChange={onChange}
           aria-labelledby="node-status-label"
+          aria-describedby="node-status-state"
           className={cn(
             'focus-ring relative h-6 w-11 shrink-0 rounded-full transition-colors disabled:cursor-not-allowed disabled:opacity-50',
-            state.danger
+            danger
               ? 'bg-red-600'
               : isActive
-                ? 'bg-emerald-600'
+                ? online
+                  ? 'bg-emerald-600'
+                  : 'bg-slate-500 dark:bg-slate-500'
                 : 'bg-slate-300 dark:bg-slate-700',
           )}
         >
@@ -46,13 +60,13 @@ export function NodeActiveToggle({ isActive, serving, busy, onChange }: NodeActi
           role="note"
           className={cn(
             'mt-3 flex items-start gap-2 rounded-lg px-3 py-2 text-sm',
-            state.danger
+            danger
               ? 'bg-red-50 text-red-800 dark:bg-red-500/10 dark:text-red-200'
               : 'bg-amber-50 text-amber-800 dark:bg-amber-500/10 dark:text-amber-200',
           )}
         >
           <AlertTriangle className="mt-0.5 h-4 w-4 shrink-0" aria-hidden />
-          {state.danger
+          {danger
             ? 'This node is active but no model is serving, so it cannot take requests. Start serving a model below.'
             : 'Start serving at least one model before activating this node.'}
         </p>

@@ -34,9 +34,6 @@ export interface NodeModelRowProps {
   onAction: (action: NodeModelAction) => void
 }
 
-const DELETE_CONFIRM =
-  'Are you sure you want to delete this model? This will remove the downloaded files from your node.'
-
 const muted = 'font-medium text-slate-600 dark:text-slate-300'
 
 /** One catalogue model on this node, with the lifecycle buttons of spec §4. */
@@ -136,10 +133,7 @@ export function NodeModelRow({ entry, busy, nodeOnline, fit, onAction }: NodeMod
               variant="ghost"
               disabled={busy}
               className="text-red-600 hover:text-red-700 dark:text-red-400"
-              onClick={() => {
-                if (window.confirm(DELETE_CONFIRM))
-                  onAction({ kind: 'delete', recordId: record.id })
-              }}
+              onClick={() => onAction({ kind: 'delete', recordId: record.id })}
             >
               <Trash2 className="h-4 w-4" aria-hidden />
               Delete
