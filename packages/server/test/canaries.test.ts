@@ -4,6 +4,9 @@
  * on stories260K passes (with a different thread count and batch size than the reference); a node
  * serving llama-2-tiny-random while claiming stories260K, a node returning made-up text, and a
  * node generating with one model while reporting another's token ids all fail and lose reputation.
+ * Each node first answers a paying user's chat while on probation: the honest node's owner is paid
+ * that earning when it is verified; each dishonest node's owner loses it, and the user who paid
+ * gets every credit back (a reversal row on the request). The ledger audit passes after each.
  */
 import { execFile } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -17,7 +20,8 @@ import { getLlama, LlamaLogLevel } from 'node-llama-cpp'
 import { startAgent, type InferenceEngine, type RunningAgent } from '@meshwork/node'
 import { dialects, signUp, startTestServer, type TestServer } from './harness.ts'
 import { modelId } from './fixtures.ts'
-import { FakeNode, linkNode, waitUntil } from './support/network.ts'
+import { balanceOf, expectAuditPasses, txsOf } from './support/ledger.ts'
+import { FakeNode, linkNode, postJson, waitUntil } from './support/network.ts'
 import {
   disguisedModelEngine,
   swappedModelEngine,
@@ -131,6 +135,50 @@ describe.each(dialects)('[%s] canary verification with llama.cpp', (dialect) => 
     )
   }
 
+  const uid = (pb: PocketBase) => pb.authStore.record!.id
+
+  /**
+   * A user's chat answered by `nodeId` (on probation, it is the only active node serving the
+   * model: the others were made inactive after their tests); the user and the cost in credits.
+   */
+  async function paidChat(nodeId: string) {
+    const user = await signUp(server, 'payer')
+    const conversation = await user
+      .collection('conversations')
+      .create({ title: 'New Chat', user: uid(user) })
+    const sent = await postJson(
+      server,
+      '/api/chat/send',
+      {
+        conversation_id: conversation.id,
+        model_id: stories,
+        prompt: 'Tell me a story about a cat.',
+      },
+      user.authStore.token,
+    )
+    expect(sent.status).toBe(200)
+    const done = await waitUntil(
+      async () => {
+        const r = await user.collection('requests').getOne(sent.body.request_id as string)
+        return (r.status === 'completed' || r.status === 'failed') && r
+      },
+      120_000,
+      'the paid answer',
+    )
+    expect(done).toMatchObject({ status: 'completed', node: nodeId })
+    const cost = Number(done.cost)
+    expect(cost).toBeGreaterThan(0)
+    return { user, cost, requestId: String(done.id) }
+  }
+
+  /** Takes the node out of user traffic once its test is over (it stays connected). */
+  const retire = (nodeId: string) =>
+    server.core.database.db
+      .updateTable('nodes')
+      .set({ is_active: 0 })
+      .where('id', '=', nodeId)
+      .execute()
+
   const node = (id: string) =>
     server.core.database.db
       .selectFrom('nodes')
@@ -156,6 +204,12 @@ describe.each(dialects)('[%s] canary verification with llama.cpp', (dialect) => 
     const owner = await signUp(server, 'honest')
     const { nodeId } = await agentNode(owner, { threads: 1 })
     expect((await node(nodeId)).verification).toBe('probation')
+    // On probation its owner's earning from a paying user is held.
+    const paid = await paidChat(nodeId)
+    expect(await balanceOf(server, uid(owner))).toMatchObject({
+      balance: 1000,
+      pending_earnings: paid.cost,
+    })
     const before = Number((await node(nodeId)).reputation_score)
     const outcomes = await canariesUntil(nodeId, 'graduated')
     expect(outcomes.every((o) => o.status === 'passed')).toBe(true)
@@ -166,10 +220,17 @@ describe.each(dialects)('[%s] canary verification with llama.cpp', (dialect) => 
     expect(Number(after.canaries_passed)).toBe(outcomes.length)
     expect(Number(after.reputation_score)).toBeGreaterThan(before)
     // Canaries look like requests: completed rows with a node job, paid by nobody.
+    // Verified: the held earning is paid to the owner.
+    expect(await balanceOf(server, uid(owner))).toMatchObject({
+      balance: 1000 + paid.cost,
+      total_earned: paid.cost,
+      pending_earnings: 0,
+    })
     const rows = await server.core.database.db
       .selectFrom('requests')
       .selectAll()
       .where('node', '=', nodeId)
+      .where('user', '=', '')
       .execute()
     expect(rows).toHaveLength(outcomes.length)
     for (const r of rows) expect(r).toMatchObject({ status: 'completed', temperature: 0, user: '' })
@@ -183,15 +244,41 @@ describe.each(dialects)('[%s] canary verification with llama.cpp', (dialect) => 
       )
       .execute()
     expect(txs).toHaveLength(0)
-  }, 180_000)
+    await expectAuditPasses(server)
+    await retire(nodeId)
+  }, 240_000)
 
-  async function expectFailedAndPunished(nodeId: string) {
+  /**
+   * A paying user's chat, then canaries until one fails: reputation falls sharply, the owner
+   * loses the pending earning and the user gets every credit back.
+   */
+  async function expectFailedAndPunished(owner: PocketBase, nodeId: string) {
+    const paid = await paidChat(nodeId)
+    expect(await balanceOf(server, uid(owner))).toMatchObject({ pending_earnings: paid.cost })
+    expect(await balanceOf(server, uid(paid.user))).toMatchObject({ balance: 1000 - paid.cost })
     const before = Number((await node(nodeId)).reputation_score)
     await canariesUntil(nodeId, 'failed')
     const after = await node(nodeId)
     expect(after.verification).toBe('probation')
     expect(Number(after.canaries_failed)).toBe(1)
     expect(Number(after.reputation_score)).toBeLessThanOrEqual(before - 2)
+    expect(Number(after.pending_earnings)).toBe(0)
+    expect(await balanceOf(server, uid(owner))).toMatchObject({
+      balance: 1000,
+      total_earned: 0,
+      pending_earnings: 0,
+    })
+    expect(await balanceOf(server, uid(paid.user))).toMatchObject({
+      balance: 1000,
+      held: 0,
+      total_spent: 0,
+    })
+    const refunds = (await txsOf(server, uid(paid.user))).filter(
+      (t) => t.type === 'credit_inference_reversal',
+    )
+    expect(refunds).toMatchObject([{ amount: paid.cost, request: paid.requestId }])
+    await expectAuditPasses(server)
+    await retire(nodeId)
   }
 
   it('a node serving llama-2-tiny-random while claiming stories260K fails', async () => {
@@ -199,16 +286,16 @@ describe.each(dialects)('[%s] canary verification with llama.cpp', (dialect) => 
     const { nodeId } = await agentNode(owner, {
       engine: swappedModelEngine(join(mirror, 'llama-2-tiny-random.gguf')),
     })
-    await expectFailedAndPunished(nodeId)
-  }, 180_000)
+    await expectFailedAndPunished(owner, nodeId)
+  }, 240_000)
 
   it("a node generating with one model and reporting the other's token ids fails", async () => {
     const owner = await signUp(server, 'disguiser')
     const { nodeId } = await agentNode(owner, {
       engine: disguisedModelEngine(join(mirror, 'llama-2-tiny-random.gguf'), vocabulary),
     })
-    await expectFailedAndPunished(nodeId)
-  }, 180_000)
+    await expectFailedAndPunished(owner, nodeId)
+  }, 240_000)
 
   it('a node returning made-up text (with ids that spell it) fails', async () => {
     const owner = await signUp(server, 'inventor')
@@ -231,12 +318,12 @@ describe.each(dialects)('[%s] canary verification with llama.cpp', (dialect) => 
       return outcome
     }
     try {
-      await expectFailedAndPunished(nodeId)
+      await expectFailedAndPunished(owner, nodeId)
     } finally {
       server.network.canaries.run = run
       fake.kill()
     }
-  }, 180_000)
+  }, 240_000)
 
   it('without a reference for the model no canary is sent', async () => {
     const tiny = await modelId(server, 'llama-2-tiny-random')

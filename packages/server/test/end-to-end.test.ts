@@ -14,6 +14,7 @@ import { LinkDeniedError, linkDevice, startAgent, type RunningAgent } from '@mes
 import { dialects, signUp, startTestServer, type TestServer } from './harness.ts'
 import { modelId } from './fixtures.ts'
 import { postJson, waitUntil } from './support/network.ts'
+import { setTrusted } from '../src/cli/node-trust.ts'
 
 const mirror = fileURLToPath(new URL('../../../../shared/models/', import.meta.url))
 const haveModels = existsSync(join(mirror, 'stories260K.gguf'))
@@ -71,17 +72,15 @@ describe.each(dialects)('[%s] end to end with llama.cpp', (dialect) => {
 
   async function serve(owner: PocketBase, nodeId: string, model: string) {
     const progress: string[] = []
-    const nm = await owner
-      .collection('node_models')
-      .create({
-        node: nodeId,
-        model,
-        requested_download: true,
-        requested_serving: false,
-        is_downloaded: false,
-        is_serving: false,
-        tokens_per_second: 0,
-      })
+    const nm = await owner.collection('node_models').create({
+      node: nodeId,
+      model,
+      requested_download: true,
+      requested_serving: false,
+      is_downloaded: false,
+      is_serving: false,
+      tokens_per_second: 0,
+    })
     await owner
       .collection('node_models')
       .subscribe(nm.id, (e) => progress.push(String(e.record.download_progress)))
@@ -140,8 +139,16 @@ describe.each(dialects)('[%s] end to end with llama.cpp', (dialect) => {
     expect(String(final.response).length).toBeGreaterThan(partials[0].length)
     expect(final.response).toMatch(/\w/)
     // The coordinator has stories260K in its mirror: input is counted with its own tokenizer.
-    const llama = await getLlama({ build: 'never', gpu: false, logLevel: LlamaLogLevel.error, logger: () => {} })
-    const vocab = await llama.loadModel({ modelPath: join(mirror, 'stories260K.gguf'), vocabOnly: true })
+    const llama = await getLlama({
+      build: 'never',
+      gpu: false,
+      logLevel: LlamaLogLevel.error,
+      logger: () => {},
+    })
+    const vocab = await llama.loadModel({
+      modelPath: join(mirror, 'stories260K.gguf'),
+      vocabOnly: true,
+    })
     expect(final).toMatchObject({
       is_partial: false,
       node: nodeId,
@@ -158,6 +165,18 @@ describe.each(dialects)('[%s] end to end with llama.cpp', (dialect) => {
       .collection('user_credit_txs')
       .getFullList({ filter: `type = "debit_inference_request"` })
     expect(debits).toMatchObject([{ amount: cost, request: id, balance_after: 1000 - cost }])
+    // A new node is on probation: its owner's earning is pending, on the balance and the node.
+    expect(await owner.collection('user_balances').getFirstListItem('')).toMatchObject({
+      balance: 1000,
+      pending_earnings: cost,
+      total_earned: 0,
+    })
+    expect(await owner.collection('nodes').getOne(nodeId)).toMatchObject({
+      verification: 'probation',
+      pending_earnings: cost,
+    })
+    // The operator vouches for it (admin trust): the pending earning is paid.
+    await setTrusted(server.core.database.db, nodeId, true)
     const credits = await waitUntil(
       () =>
         owner
@@ -168,6 +187,11 @@ describe.each(dialects)('[%s] end to end with llama.cpp', (dialect) => {
       'credit',
     )
     expect(credits).toMatchObject([{ amount: cost, request: id, balance_after: 1000 + cost }])
+    expect(await owner.collection('user_balances').getFirstListItem('')).toMatchObject({
+      balance: 1000 + cost,
+      pending_earnings: 0,
+      total_earned: cost,
+    })
     const balance = await pb.collection('user_balances').getFirstListItem('')
     expect(balance).toMatchObject({ balance: 1000 - cost, total_spent: cost })
     await pb.collection('requests').unsubscribe()

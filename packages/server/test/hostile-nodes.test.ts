@@ -226,7 +226,9 @@ describe.each(cases)('[$dialect] hostile nodes, metered by $metering', ({ dialec
     const pb = await signUp(server, 'victim')
     // The honest node has done work before; the throw-away nodes are new (three owners).
     expect((await ended(await ask(pb))).status).toBe('completed')
-    const failers = await Promise.all([0, 1, 2].map(() => servingNode(server, stories)))
+    const failers = await Promise.all(
+      [0, 1, 2].map(() => servingNode(server, stories, server, 1, { probation: true })),
+    )
     for (const f of failers) f.node.script = 'fail'
     // Worst case for the victim: every first attempt goes to a throw-away node.
     server.network.scheduler['options'].probationShare = 1

@@ -117,6 +117,13 @@ describe.each(dialects)('[%s] ledger audit command', (dialect) => {
       .where('user', '=', String(other.id))
       .execute()
 
+    // Pending earnings on a balance that no pending row stands for.
+    await db
+      .updateTable('user_balances')
+      .set({ pending_earnings: 3_000 })
+      .where('user', '=', String(other.id))
+      .execute()
+
     const { code, out } = await audit(server)
     expect(code).toBe(1)
     expect(out).toContain(`FAIL balances:`)
@@ -127,6 +134,8 @@ describe.each(dialects)('[%s] ledger audit command', (dialect) => {
     expect(out).toContain(
       'inference transfer of request forgedrequest01: credits exceed debits by 2',
     )
+    expect(out).toContain('FAIL pending earnings:')
+    expect(out).toContain(`user ${other.id}: 3 pending but its pending rows sum to 0`)
     expect(out).toMatch(/^ok {3}exact amounts/m)
     expect(out).toContain('LEDGER AUDIT FAILED.')
   }, 60_000)

@@ -1,9 +1,11 @@
 /**
  * @module Reference nodes for the admin command line: an operator trusts a node it runs (or
  * vouches for), making it a reference that scores other nodes' canaries, exempt from canaries and
- * probation itself; untrusting puts it back on probation.
+ * probation itself (what it earned on probation is paid to its owner); untrusting puts it back on
+ * probation.
  */
 import type { Db } from '../db/database.ts'
+import { releasePendingEarnings } from '../core/ledger/pending-earnings.ts'
 import { nowDate } from '../tools/dates.ts'
 import { AdminInputError } from './admin-commands.ts'
 
@@ -14,15 +16,19 @@ export async function setTrusted(db: Db, nodeId: string, trusted: boolean): Prom
     .where('id', '=', nodeId)
     .executeTakeFirst()
   if (!node) throw new AdminInputError(`No node ${nodeId}`)
-  await db
-    .updateTable('nodes')
-    .set({
-      trusted: trusted ? 1 : 0,
-      verification: trusted ? 'trusted' : 'probation',
-      updated: nowDate(),
-    })
-    .where('id', '=', nodeId)
-    .execute()
+  await db.transaction().execute(async (trx) => {
+    await trx
+      .updateTable('nodes')
+      .set({
+        trusted: trusted ? 1 : 0,
+        verification: trusted ? 'trusted' : 'probation',
+        updated: nowDate(),
+      })
+      .where('id', '=', nodeId)
+      .execute()
+    // The operator vouches for the node: what it earned on probation is paid to its owner.
+    if (trusted) await releasePendingEarnings(trx, nodeId)
+  })
   return String(node.device_name)
 }
 

@@ -9,6 +9,7 @@ import { addChatModels } from './migrations/0021-chat-models.ts'
 import { nodeVerification } from './migrations/0030-node-verification.ts'
 import { chatUx } from './migrations/0050-chat-ux.ts'
 import { apiKeys } from './migrations/0060-api-keys.ts'
+import { pendingEarnings } from './migrations/0031-pending-earnings.ts'
 
 /** Every migration, in order. Names sort in run order; never rename or edit a released one. */
 const migrations: Record<string, Migration> = {
@@ -21,6 +22,8 @@ const migrations: Record<string, Migration> = {
   '0030-node-verification': nodeVerification,
   '0050-chat-ux': chatUx,
   '0060-api-keys': apiKeys,
+  // Kysely runs migrations in name order, whatever their order here.
+  '0031-pending-earnings': pendingEarnings,
 }
 
 const provider: MigrationProvider = { getMigrations: async () => migrations }

@@ -6,7 +6,7 @@
 import type PocketBase from 'pocketbase'
 import type { JobOfferFrame } from '@meshwork/protocol'
 import { signUp, type TestServer } from '../harness.ts'
-import { FakeNode, linkNode, serveModel, waitUntil } from './network.ts'
+import { FakeNode, linkNode, serveModel, verifyNode, waitUntil } from './network.ts'
 
 export type Behaviour = (job: JobOfferFrame, node: HostileNode) => Promise<void>
 
@@ -81,10 +81,23 @@ export const streamThenWait =
     node.chunk(job, text)
   }
 
-/** A hostile node linked by `owner` (a new account when absent) and serving `modelId`. */
-export async function hostileNode(server: TestServer, modelId: string, owner?: PocketBase) {
+/** Never accepts: the offer just sits there. */
+export const ignoreOffers: Behaviour = async () => {}
+
+/**
+ * A hostile node linked by `owner` (a new account when absent) and serving `modelId`. Verified
+ * unless `probation` (the worst case for money: a node that has passed its canaries is paid at
+ * once; see verifyNode).
+ */
+export async function hostileNode(
+  server: TestServer,
+  modelId: string,
+  owner?: PocketBase,
+  { probation = false } = {},
+) {
   owner ??= await signUp(server, 'hostile')
   const { nodeId, credential } = await linkNode(server, owner)
+  if (!probation) await verifyNode(server, nodeId)
   const node = new HostileNode(server, nodeId, credential)
   await node.connect()
   await serveModel(server, owner, nodeId, modelId)

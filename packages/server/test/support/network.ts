@@ -36,7 +36,14 @@ export async function linkNode(server: TestServer, owner: PocketBase, deviceName
     owner.authStore.token,
   )
   if (approve.status !== 200) throw new Error(`approve failed: ${JSON.stringify(approve.body)}`)
-  const answer = await waiting
+  // The long poll may come back pending on a slow machine (its window elapsed first): ask again.
+  let answer = await waiting
+  while (answer.status === 200 && answer.body.status === 'pending') {
+    answer = await postJson(server, '/api/auth/wait-flow', flow)
+  }
+  if (answer.status !== 200 || typeof answer.body.credential !== 'string') {
+    throw new Error(`wait-flow gave no credential: ${answer.status} ${JSON.stringify(answer.body)}`)
+  }
   return { nodeId: answer.body.node_id as string, credential: answer.body.credential as string }
 }
 
@@ -204,12 +211,32 @@ export async function serveModel(
 }
 
 /**
- * A new provider's node, linked through `server`, its socket on `socketServer` (another
- * coordinator process when scaled out), serving `modelId`.
+ * Marks a node verified, as if it had passed its canaries (docs/verification.md): it is paid at
+ * once instead of holding its earnings as pending. Tests of probation itself leave nodes new.
  */
-export async function servingNode(server: TestServer, modelId: string, socketServer = server, maxJobs = 1) {
+export async function verifyNode(server: TestServer, nodeId: string) {
+  await server.core.database.db
+    .updateTable('nodes')
+    .set({ verification: 'verified' })
+    .where('id', '=', nodeId)
+    .execute()
+}
+
+/**
+ * A provider's node, linked through `server`, its socket on `socketServer` (another coordinator
+ * process when scaled out), serving `modelId`; verified (an established provider, paid at once)
+ * unless `probation`.
+ */
+export async function servingNode(
+  server: TestServer,
+  modelId: string,
+  socketServer = server,
+  maxJobs = 1,
+  { probation = false } = {},
+) {
   const owner = await signUp(server, 'owner')
   const { nodeId, credential } = await linkNode(server, owner)
+  if (!probation) await verifyNode(server, nodeId)
   const node = new FakeNode(socketServer, nodeId, credential, maxJobs)
   await node.connect()
   await serveModel(server, owner, nodeId, modelId)

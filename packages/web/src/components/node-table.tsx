@@ -4,11 +4,14 @@ import { formatNumber, formatReputation, parseRecordDate } from '../lib/format.t
 import { deviceLabel, isNodeOnline, type NodeRecord } from '../lib/node-records.ts'
 import { Button } from './button.tsx'
 import { NodeStatusBadge } from './node-status-badge.tsx'
+import { VerificationBadge } from './verification-badge.tsx'
 
 export interface NodeTableProps {
   nodes: NodeRecord[]
   showReputation?: boolean
   showActive?: boolean
+  /** Verification state and pending earnings (the owner's view, My Nodes). */
+  showVerification?: boolean
   showActions?: boolean
   /** Status as a coloured pill; without it the status reads as a dot and a word. */
   showStatusBadge?: boolean
@@ -32,6 +35,7 @@ export function NodeTable({
   nodes,
   showReputation = false,
   showActive = false,
+  showVerification = false,
   showActions = false,
   showStatusBadge = true,
   emptyMessage = 'No nodes',
@@ -66,6 +70,16 @@ export function NodeTable({
             {showReputation && (
               <th scope="col" className="px-3 py-3 text-right">
                 Reputation
+              </th>
+            )}
+            {showVerification && (
+              <th scope="col" className="px-3 py-3">
+                Verification
+              </th>
+            )}
+            {showVerification && (
+              <th scope="col" className="px-3 py-3 text-right">
+                Pending
               </th>
             )}
             {showActive && (
@@ -143,6 +157,25 @@ export function NodeTable({
                 >
                   <PhoneLabel>Reputation</PhoneLabel>
                   <span>{formatReputation(node.reputation_score)}</span>
+                </td>
+              )}
+              {showVerification && (
+                <td className={cn('px-3 py-3 whitespace-nowrap', phoneCell)}>
+                  <PhoneLabel>Verification</PhoneLabel>
+                  <VerificationBadge verification={node.verification} />
+                </td>
+              )}
+              {showVerification && (
+                <td
+                  className={cn(
+                    'px-3 py-3 text-right text-slate-700 tabular-nums dark:text-slate-300',
+                    phoneCell,
+                  )}
+                >
+                  <PhoneLabel>Pending</PhoneLabel>
+                  <span title="Credits earned on probation, paid once the node is verified">
+                    {formatNumber(node.pending_earnings ?? 0, 2)}
+                  </span>
                 </td>
               )}
               {showActive && (

@@ -7,6 +7,8 @@ export interface Balance {
   /** Credits held for requests still running (spendable = balance - held). */
   held: number
   total_earned: number
+  /** Earned by the user's nodes on probation, held until they are verified. */
+  pending_earnings: number
   total_spent: number
 }
 
@@ -28,6 +30,7 @@ export async function fetchBalance(userId: string | undefined): Promise<Balance>
     balance: record?.balance ?? 0,
     held: record?.held ?? 0,
     total_earned: record?.total_earned ?? 0,
+    pending_earnings: record?.pending_earnings ?? 0,
     total_spent: record?.total_spent ?? 0,
   }
 }

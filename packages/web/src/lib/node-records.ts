@@ -15,6 +15,40 @@ export interface NodeRecord {
   servingModels: string[]
   /** What the node reported in its hello (absent until it first connects). */
   hardware?: NodeHardwareInfo | null
+  /** Canary verification (docs/verification.md): probation, verified or trusted. */
+  verification?: string
+  /** Credits earned on probation, held until the node is verified (its owner sees them). */
+  pending_earnings?: number
+}
+
+export type VerificationTone = 'amber' | 'green' | 'blue'
+
+/** How a node's verification state reads on My Nodes, with a tip that says what it means. */
+export function verificationDisplay(verification: string | null | undefined): {
+  label: string
+  tone: VerificationTone
+  tip: string
+} {
+  switch (verification) {
+    case 'verified':
+      return {
+        label: 'Verified',
+        tone: 'green',
+        tip: 'Passed its checks: earnings are paid at once',
+      }
+    case 'trusted':
+      return {
+        label: 'Trusted',
+        tone: 'blue',
+        tip: 'A reference node the operator trusts',
+      }
+    default:
+      return {
+        label: 'Probation',
+        tone: 'amber',
+        tip: 'New or re-checked: gets a small share of requests; earnings are held until it passes its checks',
+      }
+  }
 }
 
 /** The `hardware` a node reports: memory in bytes; VRAM where its GPU backend tells. */

@@ -45,6 +45,8 @@ const userBalances: CollectionDef = {
     { name: 'held', type: 'number', scale: CREDIT_SCALE },
     { name: 'total_earned', type: 'number', scale: CREDIT_SCALE },
     { name: 'total_spent', type: 'number', scale: CREDIT_SCALE },
+    // Earned by the user's nodes on probation, not yet paid (docs/verification.md).
+    { name: 'pending_earnings', type: 'number', scale: CREDIT_SCALE, system: true },
     ...timestamps,
   ],
   listRule: ownUser,
@@ -278,6 +280,8 @@ const nodes: CollectionDef = {
     { name: 'canaries_passed', type: 'number', system: true },
     { name: 'canaries_failed', type: 'number', system: true },
     { name: 'benched_until', type: 'date', system: true },
+    // Earned on probation and held until the node is verified (or returned if it is caught).
+    { name: 'pending_earnings', type: 'number', scale: CREDIT_SCALE, system: true, private: true },
     // A node's own words (job errors) reach its owner only, never other users.
     { name: 'last_error', type: 'text', system: true, private: true },
     { name: 'last_error_at', type: 'date', system: true, private: true },

@@ -1,7 +1,8 @@
 /**
  * @module The ledger audit: proves on a live database that no credit was created or lost. It
  * checks, for every account, balance = the sum of its ledger rows, the running totals, that holds
- * equal the reserves of open requests, that every transfer's debits equal its credits per request,
+ * equal the reserves of open requests, that pending earnings equal their rows, that every
+ * transfer's debits equal its credits per request (a pending earning standing for its credit),
  * and that every amount is exact integer units. Read-only; the admin command prints the report.
  */
 import { sql } from 'kysely'
@@ -65,6 +66,7 @@ export async function auditLedger(db: Db): Promise<AuditReport> {
     await exactAmounts(db, accounts),
     balancesMatchRows(accounts, sums),
     holdsMatchReserves(accounts, reserves),
+    await pendingMatchesRows(db),
     await transfersBalance(db),
   ]
   return { ok: checks.every((c) => c.problems.length === 0), checks }
@@ -192,7 +194,75 @@ function holdsMatchReserves(
   }
 }
 
-/** For every transfer group (inference, ...), each request's debits equal its credits. */
+/**
+ * Earnings held for nodes on probation: every owner's and every node's pending total equals its
+ * rows still pending (pending-earnings.ts), and no row is left half-settled or negative.
+ */
+async function pendingMatchesRows(db: Db): Promise<AuditCheck> {
+  const rows = await db
+    .selectFrom('_pending_earnings')
+    .select(['id', 'node', 'owner', 'amount', 'status'])
+    .execute()
+  const byOwner = new Map<string, number>()
+  const byNode = new Map<string, number>()
+  const problems: string[] = []
+  let pending = 0
+  for (const r of rows) {
+    const amount = Number(r.amount)
+    if (!Number.isSafeInteger(amount) || amount <= 0)
+      problems.push(`pending earning ${r.id}: amount ${r.amount} units`)
+    if (!['pending', 'released', 'reversed', 'forfeited'].includes(String(r.status)))
+      problems.push(`pending earning ${r.id}: status ${r.status}`)
+    if (r.status !== 'pending') continue
+    pending += amount
+    byOwner.set(String(r.owner), (byOwner.get(String(r.owner)) ?? 0) + amount)
+    byNode.set(String(r.node), (byNode.get(String(r.node)) ?? 0) + amount)
+  }
+  const compare = (
+    what: string,
+    stored: Array<{ id: unknown; total: unknown }>,
+    derived: Map<string, number>,
+  ) => {
+    const seen = new Set<string>()
+    for (const s of stored) {
+      const id = String(s.id)
+      seen.add(id)
+      const want = derived.get(id) ?? 0
+      if (Number(s.total) !== want)
+        problems.push(
+          `${what} ${id}: ${credits(Number(s.total))} pending but its pending rows sum to ${credits(want)}`,
+        )
+    }
+    for (const [id, want] of derived)
+      if (!seen.has(id) && want !== 0)
+        problems.push(
+          `${what} ${id} is gone but ${credits(want)} of its earnings are still pending`,
+        )
+  }
+  compare(
+    'user',
+    await db
+      .selectFrom('user_balances')
+      .select(['user as id', 'pending_earnings as total'])
+      .execute(),
+    byOwner,
+  )
+  compare(
+    'node',
+    await db.selectFrom('nodes').select(['id', 'pending_earnings as total']).execute(),
+    byNode,
+  )
+  return {
+    name: 'pending earnings',
+    detail: `${credits(pending)} credits pending for ${byNode.size} nodes on probation equal their owners' and nodes' pending totals`,
+    problems: problems.slice(0, MAX_PROBLEMS),
+  }
+}
+
+/**
+ * For every transfer group (inference, ...), each request's debits equal its credits; in the
+ * inference group an earning held for a node on probation (or forfeited) counts as the credit.
+ */
 async function transfersBalance(db: Db): Promise<AuditCheck> {
   const groups = new Map<string, { credits: string[]; debits: string[] }>()
   for (const [type, rule] of Object.entries(txTypes) as Array<[string, TxTypeRule]>) {
@@ -212,6 +282,15 @@ async function transfersBalance(db: Db): Promise<AuditCheck> {
       .execute()
     const net = new Map<string, number>()
     let moved = 0
+    if (group === 'inference') {
+      const held = await db
+        .selectFrom('_pending_earnings')
+        .select(['request', (eb) => eb.fn.sum<number>('amount').as('total')])
+        .where('status', 'in', ['pending', 'forfeited'])
+        .groupBy('request')
+        .execute()
+      for (const r of held) net.set(String(r.request), Number(r.total ?? 0))
+    }
     for (const r of rows) {
       const total = Number(r.total ?? 0)
       const sign = types.credits.includes(String(r.type)) ? 1 : -1

@@ -2,13 +2,15 @@
  * @module The ledger's reactions to record writes, each inside the write's transaction: a new
  * user's initial credits; a request deleted with its conversation or account ends and releases its
  * hold; a deleted account is closed (what it still held leaves through a final ledger row) and its
- * rows are detached, never deleted, so every invariant of the audit still holds afterwards.
+ * rows are detached, never deleted, so every invariant of the audit still holds afterwards; a node
+ * deleted while on probation returns its pending earnings to the users who paid them.
  */
 import type { Db } from '../../db/database.ts'
 import type { RecordHooks } from '../records/record-hooks.ts'
 import type { Row } from '../records/serialize.ts'
 import { toUnits } from './credits.ts'
 import { applyEntry } from './ledger-entry.ts'
+import { reversePendingEarnings } from './pending-earnings.ts'
 import { endDeletedRequest, OPEN_STATUSES } from './settlement.ts'
 
 /** The `user` of a deleted account's ledger rows: never a record id, so no sign-up can claim them. */
@@ -32,6 +34,16 @@ export function bindLedgerHooks(hooks: RecordHooks, initialCredits: number): voi
   })
 
   hooks.onBeforeDelete('users', (trx, _collection, user) => closeAccount(trx, user))
+
+  // A node deleted (by its owner, or with its owner's account) before it was verified never will
+  // be: what it earned on probation goes back to the users who paid for it.
+  hooks.onBeforeDelete('nodes', async (trx, _collection, node) => {
+    await reversePendingEarnings(
+      trx,
+      String(node.id),
+      'the node that answered was removed before it was verified',
+    )
+  })
 }
 
 async function closeAccount(trx: Db, user: Row): Promise<void> {

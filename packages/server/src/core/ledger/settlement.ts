@@ -11,6 +11,7 @@ import type { Db } from '../../db/database.ts'
 import { nowDate } from '../../tools/dates.ts'
 import { requestCostUnits } from './credits.ts'
 import { applyEntry } from './ledger-entry.ts'
+import { holdEarning } from './pending-earnings.ts'
 import { releaseHold } from './reservation.ts'
 
 export interface Completion {
@@ -55,11 +56,7 @@ export async function settleRequest(db: Db, c: Completion): Promise<SettledReque
       .select(['r.user', 'r.conversation', 'r.reserved', 'm.credit_multiplier'])
       .where('r.id', '=', c.requestId)
       .executeTakeFirst()
-    const node = await trx
-      .selectFrom('nodes')
-      .select(['user'])
-      .where('id', '=', c.nodeId)
-      .executeTakeFirst()
+    const node = await lockNode(trx, c.nodeId)
     if (!request || !node) return null
     const now = nowDate()
     const marked = await trx
@@ -100,7 +97,14 @@ export async function settleRequest(db: Db, c: Completion): Promise<SettledReque
             balance,
           ),
         )
-    await payForRequest(trx, { requestId: c.requestId, user, nodeOwner, cost })
+    await payForRequest(trx, {
+      requestId: c.requestId,
+      nodeId: c.nodeId,
+      held: node.held,
+      user,
+      nodeOwner,
+      cost,
+    })
     if (cost > 0)
       await trx.updateTable('requests').set({ cost }).where('id', '=', c.requestId).execute()
     if (request.conversation) {
@@ -129,10 +133,21 @@ export async function settleRequest(db: Db, c: Completion): Promise<SettledReque
   })
 }
 
-/** The user's debit and the node owner's credit for one request (nothing when cost is 0). */
+/**
+ * The user's debit and the node owner's credit for one request (nothing when cost is 0). A node on
+ * probation earns nothing yet: its owner's credit is held as pending (pending-earnings.ts).
+ */
 async function payForRequest(
   trx: Db,
-  p: { requestId: string; user: string; nodeOwner: string; cost: number },
+  p: {
+    requestId: string
+    nodeId: string
+    /** The node is on probation: its owner's credit is held. */
+    held: boolean
+    user: string
+    nodeOwner: string
+    cost: number
+  },
 ): Promise<void> {
   if (p.cost <= 0) return
   await applyEntry(trx, {
@@ -142,6 +157,16 @@ async function payForRequest(
     description: 'Spent on inference request',
     request: p.requestId,
   })
+  if (p.held) {
+    await holdEarning(trx, {
+      requestId: p.requestId,
+      nodeId: p.nodeId,
+      owner: p.nodeOwner,
+      payer: p.user,
+      amount: p.cost,
+    })
+    return
+  }
   await applyEntry(trx, {
     user: p.nodeOwner,
     type: 'credit_inference_request',
@@ -149,6 +174,21 @@ async function payForRequest(
     description: 'Earned from processing inference request',
     request: p.requestId,
   })
+}
+
+/**
+ * The serving node's owner and whether its earnings are held, with the node's row locked until
+ * commit: a canary verdict (which locks the node first, then balances) cannot graduate or fail the
+ * node between this read and the payment, and both take their locks in the same order.
+ */
+async function lockNode(trx: Db, nodeId: string) {
+  const row = await trx
+    .updateTable('nodes')
+    .set({ updated: sql`updated` })
+    .where('id', '=', nodeId)
+    .returning(['user', 'verification'])
+    .executeTakeFirst()
+  return row ? { user: String(row.user), held: row.verification === 'probation' } : null
 }
 
 /** Releases a hold and answers the balance, with the balance row locked until commit. */
@@ -248,9 +288,8 @@ export async function cancelRequest(db: Db, c: Cancellation): Promise<SettledReq
       .where('r.id', '=', c.requestId)
       .executeTakeFirst()
     if (!request) return null
-    const node = c.nodeId
-      ? await trx.selectFrom('nodes').select(['user']).where('id', '=', c.nodeId).executeTakeFirst()
-      : undefined
+    // Locked first, like settlement: a canary verdict cannot cross the payment.
+    const node = c.nodeId ? await lockNode(trx, c.nodeId) : null
     const produced = Boolean(node) && c.tokensOutput > 0
     const now = nowDate()
     const marked = await trx
@@ -288,7 +327,14 @@ export async function cancelRequest(db: Db, c: Cancellation): Promise<SettledReq
               balance,
             ),
           )
-    await payForRequest(trx, { requestId: c.requestId, user, nodeOwner, cost })
+    await payForRequest(trx, {
+      requestId: c.requestId,
+      nodeId: c.nodeId,
+      held: node?.held ?? false,
+      user,
+      nodeOwner,
+      cost,
+    })
     if (cost > 0)
       await trx.updateTable('requests').set({ cost }).where('id', '=', c.requestId).execute()
     // A stopped answer with text is a message of its conversation, like a completed one.
@@ -330,11 +376,7 @@ export async function chargeDeletedRequest(
   s: StreamedCharge,
 ): Promise<SettledRequest | null> {
   return db.transaction().execute(async (trx) => {
-    const node = await trx
-      .selectFrom('nodes')
-      .select(['user'])
-      .where('id', '=', s.nodeId)
-      .executeTakeFirst()
+    const node = await lockNode(trx, s.nodeId)
     if (!node || isSelfDealing(s.user, String(node.user))) return null
     const row = await trx
       .updateTable('user_balances')
@@ -361,7 +403,14 @@ export async function chargeDeletedRequest(
     )
     if (cost <= 0) return null
     const nodeOwner = String(node.user)
-    await payForRequest(trx, { requestId: s.requestId, user: s.user, nodeOwner, cost })
+    await payForRequest(trx, {
+      requestId: s.requestId,
+      nodeId: s.nodeId,
+      held: node.held,
+      user: s.user,
+      nodeOwner,
+      cost,
+    })
     return { user: s.user, nodeOwner, conversation: '', cost }
   })
 }

@@ -25,6 +25,12 @@ export const txTypes = {
   debit_admin: { sign: -1 },
   credit_inference_request: { sign: 1, earned: 1, transfer: 'inference' },
   debit_inference_request: { sign: -1, spent: 1, transfer: 'inference' },
+  /**
+   * A paid answer returned to the user who paid it: its node was caught returning wrong answers
+   * while its earnings were still pending (pending-earnings.ts). The credit side of the request's
+   * transfer, in place of the owner's earning that never happened; it lowers what the user spent.
+   */
+  credit_inference_reversal: { sign: 1, spent: -1, transfer: 'inference' },
   /** What a deleted account still held: the account's rows then sum to zero (never lost). */
   debit_account_closed: { sign: -1 },
 } as const satisfies Record<string, TxTypeRule>

@@ -3,6 +3,11 @@
  * the scheduler and chat, wired to the core. `server.ts` creates it and mounts its routes and
  * the node WebSocket.
  */
+import {
+  releasePendingEarnings,
+  reversePendingEarnings,
+  REVERSAL_REASON,
+} from '../ledger/pending-earnings.ts'
 import type { CoreApp } from '../app.ts'
 import { ChatService, MAX_OUTPUT_TOKENS } from '../chat/chat-service.ts'
 import { listenForCancels } from '../chat/stop-request.ts'
@@ -11,7 +16,11 @@ import { failRequest } from '../ledger/settlement.ts'
 import { LINK_FLOW_TTL_MS, LinkFlows } from '../nodes/link-flows.ts'
 import { revokeCredentials } from '../nodes/node-credentials.ts'
 import { Metering } from '../metering/metering.ts'
-import { defaultNodeHealthOptions, NodeHealth, type NodeHealthOptions } from '../nodes/node-health.ts'
+import {
+  defaultNodeHealthOptions,
+  NodeHealth,
+  type NodeHealthOptions,
+} from '../nodes/node-health.ts'
 import { NodeRegistry } from '../nodes/node-registry.ts'
 import type { RecordBusMessage } from '../records/record-events.ts'
 import { Scheduler } from '../scheduler/scheduler.ts'
@@ -81,7 +90,10 @@ export async function createInferenceNetwork(
     ...defaultSchedulerOptions,
     ...options.scheduler,
   })
-  const startFlow = options.startFlowLimit ?? { limit: core.config.linkFlowLimit ?? 0, windowMs: 10 * 60_000 }
+  const startFlow = options.startFlowLimit ?? {
+    limit: core.config.linkFlowLimit ?? 0,
+    windowMs: 10 * 60_000,
+  }
   const maxOutputTokens = options.maxOutputTokens ?? MAX_OUTPUT_TOKENS
   const chat = new ChatService(core, scheduler, metering, maxOutputTokens)
   const scores = new ReferenceScores(registry)
@@ -94,6 +106,12 @@ export async function createInferenceNetwork(
       scores,
       sampling: (temperature) => chat.sampling(temperature),
       maxOutputTokens,
+      // Earnings held while on probation: paid on verification, returned to payers on failure.
+      hooks: {
+        onGraduated: async (trx, nodeId) => (await releasePendingEarnings(trx, nodeId)).users,
+        onFailed: async (trx, nodeId) =>
+          (await reversePendingEarnings(trx, nodeId, REVERSAL_REASON)).users,
+      },
     },
     { ...defaultCanaryOptions, ...options.canaries },
   )
@@ -105,7 +123,8 @@ export async function createInferenceNetwork(
   // A request deleted on any process (with its conversation or account) may be running here.
   const stopForgetting = core.bus.subscribe('records', (message) => {
     const m = message as RecordBusMessage
-    if (m.collection === 'requests' && m.action === 'delete') scheduler.onRequestDeleted(String(m.row.id))
+    if (m.collection === 'requests' && m.action === 'delete')
+      scheduler.onRequestDeleted(String(m.row.id))
   })
   const stopCancelling = listenForCancels(core, scheduler)
   return {

@@ -11,7 +11,7 @@ import type { MeteredAnswer } from '../metering/answer-meter.ts'
 import { countInput } from '../metering/answer-meter.ts'
 import type { Metering } from '../metering/metering.ts'
 import type { NodeRegistry } from '../nodes/node-registry.ts'
-import { emitById } from '../scheduler/emit-stored.ts'
+import { emitBalance, emitById } from '../scheduler/emit-stored.ts'
 import type { Scheduler } from '../scheduler/scheduler.ts'
 import { canaryPrompt } from './canary-prompts.ts'
 import { completeCanaryRequest, createCanaryRequest } from './canary-requests.ts'
@@ -147,6 +147,7 @@ export class Canaries {
       this.deps.hooks,
     )
     await emitById(core, 'nodes', nodeId)
+    for (const user of verdict.balancesChanged) await emitBalance(core, user)
     return verdict.outcome === 'fail'
       ? { status: 'failed', reason: verdict.reason, tokens: evidence.tokens }
       : { status: 'passed', graduated: verdict.graduated, tokens: evidence.tokens }

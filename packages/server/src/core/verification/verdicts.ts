@@ -25,18 +25,24 @@ export interface CanaryRecord {
   idsMatch: boolean | null
 }
 
-/** Hooks run inside the verdict's transaction (the ledger side of verification). */
+/**
+ * Hooks run inside the verdict's transaction (the ledger side of verification); they answer the
+ * users whose balances they changed, so their screens can be told after the commit.
+ */
 export interface VerdictHooks {
-  onGraduated?(trx: Db, nodeId: string): Promise<void>
-  onFailed?(trx: Db, nodeId: string, reason: string): Promise<void>
+  onGraduated?(trx: Db, nodeId: string): Promise<string[] | void>
+  onFailed?(trx: Db, nodeId: string, reason: string): Promise<string[] | void>
 }
+
+/** A verdict and the users whose balances it changed (pending earnings paid or reversed). */
+export type AppliedVerdict = Verdict & { balancesChanged: string[] }
 
 export async function applyCanary(
   db: Db,
   canary: CanaryRecord,
   thresholds: Thresholds,
   hooks: VerdictHooks = {},
-): Promise<Verdict> {
+): Promise<AppliedVerdict> {
   return db.transaction().execute(async (trx) => {
     const row = await trx
       .selectFrom('_verification_evidence')
@@ -114,8 +120,8 @@ export async function applyCanary(
         })
         .where('id', '=', canary.nodeId)
         .execute()
-      await hooks.onFailed?.(trx, canary.nodeId, verdict.reason)
-      return verdict
+      const changed = await hooks.onFailed?.(trx, canary.nodeId, verdict.reason)
+      return { ...verdict, balancesChanged: changed ?? [] }
     }
     const node = await trx
       .selectFrom('nodes')
@@ -133,7 +139,7 @@ export async function applyCanary(
       })
       .where('id', '=', canary.nodeId)
       .execute()
-    if (graduates) await hooks.onGraduated?.(trx, canary.nodeId)
-    return verdict
+    const changed = graduates ? await hooks.onGraduated?.(trx, canary.nodeId) : []
+    return { ...verdict, balancesChanged: changed ?? [] }
   })
 }

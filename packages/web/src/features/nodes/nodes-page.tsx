@@ -71,6 +71,7 @@ export default function NodesPage() {
           <NodeTable
             nodes={list}
             showReputation
+            showVerification
             showActive
             showActions
             onEdit={setEditing}

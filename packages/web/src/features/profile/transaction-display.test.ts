@@ -24,12 +24,16 @@ describe('transaction display', () => {
     expect(transactionLabel('debit_admin')).toBe('Admin Debit')
     expect(transactionLabel('credit_inference_request')).toBe('Inference Credit')
     expect(transactionLabel('debit_inference_request')).toBe('Inference Debit')
+    expect(transactionLabel('credit_inference_reversal')).toBe('Inference Refund')
     expect(transactionLabel('something_else')).toBe('something_else')
   })
   it('describes transactions, adding the model of inference entries', () => {
     expect(transactionDescription(tx('credit_admin', 100))).toBe('Initial credits or admin credit')
     expect(transactionDescription(tx('credit_inference_request', 3, 'Stories 260K'))).toBe(
       'Earned from processing inference request (Stories 260K)',
+    )
+    expect(transactionDescription(tx('credit_inference_reversal', 3, 'Stories 260K'))).toBe(
+      'Refunded: the node that answered was not verified (Stories 260K)',
     )
     expect(transactionDescription(tx('debit_inference_request', 3, 'Stories 260K'))).toBe(
       'Spent on inference request (Stories 260K)',

@@ -21,6 +21,7 @@ const LABELS: Record<string, string> = {
   debit_admin: 'Admin Debit',
   credit_inference_request: 'Inference Credit',
   debit_inference_request: 'Inference Debit',
+  credit_inference_reversal: 'Inference Refund',
 }
 
 /** The type label, or the raw type for kinds the interface does not name. */
@@ -56,6 +57,8 @@ export function transactionDescription(tx: TransactionRecord): string {
       return 'Admin debit'
     case 'credit_inference_request':
       return withModel('Earned from processing inference request')
+    case 'credit_inference_reversal':
+      return withModel('Refunded: the node that answered was not verified')
     case 'debit_inference_request':
       return withKey(withModel('Spent on inference request'))
     default:
@@ -71,5 +74,7 @@ export function formatAmount(tx: Pick<TransactionRecord, 'type' | 'amount'>): st
 
 /** Tailwind colour classes: credits green, debits red. */
 export function amountClass(type: string): string {
-  return isCredit(type) ? 'text-emerald-700 dark:text-emerald-400' : 'text-red-600 dark:text-red-400'
+  return isCredit(type)
+    ? 'text-emerald-700 dark:text-emerald-400'
+    : 'text-red-600 dark:text-red-400'
 }

@@ -35,7 +35,13 @@ export function TransactionTable({ items, loading, page, totalPages, onPage }: T
           <p className="mt-1 text-sm text-slate-500 dark:text-slate-400">Your transaction history will appear here</p>
         </div>
       ) : (
-        <div className="overflow-x-auto">
+        // Scrolls sideways on a phone: focusable, so the keyboard can scroll it too.
+        <div
+          className="focus-ring overflow-x-auto"
+          tabIndex={0}
+          role="region"
+          aria-label="Transaction history table"
+        >
           <table className="w-full min-w-[40rem] text-left text-sm">
             <thead className="bg-slate-50 text-xs font-medium tracking-wide text-slate-500 uppercase dark:bg-slate-950/40 dark:text-slate-400">
               <tr>
