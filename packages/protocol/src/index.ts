@@ -72,13 +72,8 @@ export type {
 export {
   REQUEST_STATUSES,
   OPEN_REQUEST_STATUSES,
-  requestStatusSchema,
   isEndedRequestStatus,
   CANCEL_REQUEST_PATH,
-  cancelRequestBodySchema,
-} from './requests.ts'
-export type {
-  RequestStatus,
-  CancelRequestBody,
-  CancelRequestAnswer,
-} from './requests.ts'
+} from './request-status.ts'
+export type { RequestStatus, CancelRequestBody, CancelRequestAnswer } from './request-status.ts'
+export { requestStatusSchema, cancelRequestBodySchema } from './requests.ts'

@@ -173,6 +173,8 @@ export const heartbeatFrameSchema = z.object({
   type: z.literal('heartbeat'),
   busy_jobs: z.number().int().nonnegative().max(MAX_NODE_JOBS),
   max_jobs: z.number().int().positive().max(MAX_NODE_JOBS),
+  /** The node is shutting down: it finishes its jobs and takes no new ones. */
+  draining: z.boolean().optional(),
 })
 
 /**

@@ -1,42 +1,12 @@
 /**
  * @module requests
- * The inference request's life as clients see it (the `requests` collection's `status`), and the
- * stop-generating call: `POST /api/requests/cancel` (issue 10). One contract for the coordinator
- * and the web app.
+ * zod schemas of the request contract in request-status.ts (the coordinator validates with them).
  */
 import { z } from 'zod'
+import { REQUEST_STATUSES, type CancelRequestBody } from './request-status.ts'
 
-/**
- * `pending` (queued) and `processing` (a node is writing it) are open; the others are ended.
- * `cancelled`: stopped by its owner (or its `/v1` client going away, or its conversation deleted);
- * it keeps the text produced so far and was charged for it.
- */
-export const REQUEST_STATUSES = ['pending', 'processing', 'completed', 'failed', 'cancelled'] as const
 export const requestStatusSchema = z.enum(REQUEST_STATUSES)
-export type RequestStatus = z.infer<typeof requestStatusSchema>
 
-export const OPEN_REQUEST_STATUSES = ['pending', 'processing'] as const satisfies readonly RequestStatus[]
-
-/** Whether a request has ended (completed, failed or cancelled): nothing more will change it. */
-export function isEndedRequestStatus(status: string): boolean {
-  return status === 'completed' || status === 'failed' || status === 'cancelled'
-}
-
-export const CANCEL_REQUEST_PATH = '/api/requests/cancel'
-
-/** `POST /api/requests/cancel`'s body: the caller's own request. */
-export const cancelRequestBodySchema = z.object({ request_id: z.string() })
-export type CancelRequestBody = z.infer<typeof cancelRequestBodySchema>
-
-/**
- * Its answer: the request as it ended. A request that had already ended is answered unchanged
- * (idempotent). `cost` is in credits.
- */
-export interface CancelRequestAnswer {
-  request_id: string
-  status: RequestStatus
-  response: string
-  tokens_input: number
-  tokens_output: number
-  cost: number
-}
+export const cancelRequestBodySchema: z.ZodType<CancelRequestBody> = z.object({
+  request_id: z.string(),
+})

@@ -28,6 +28,7 @@ const envSchema = z.object({
   MESHWORK_LINK_FLOW_LIMIT: z.coerce.number().int().min(0).default(30),
   MESHWORK_SIGNUP_LIMIT: z.coerce.number().int().min(0).default(10),
   MESHWORK_CHAT_RATE_LIMIT: z.coerce.number().int().min(0).default(20),
+  MESHWORK_DRAIN_SECONDS: z.coerce.number().min(0).max(3600).default(30),
   MESHWORK_TRUSTED_PROXIES: z.string().default(''),
   MESHWORK_CLIENT_IP_HEADER: z
     .string()
@@ -68,6 +69,8 @@ export interface Config {
   signupLimit?: number
   /** Chat sends (and retries) one user may make per minute; 0 or absent: no limit (env default 20). */
   chatRateLimit?: number
+  /** On SIGTERM, how long answers in flight may run before they fail retryable (default 30 s). */
+  drainMs?: number
   /** Direct peers (addresses, CIDRs, or proxy-addr's `loopback`/`linklocal`/`uniquelocal`) whose
    * forwarding headers are believed: the client address from `clientIpHeader`, the host and
    * scheme from X-Forwarded-Host/-Proto. Empty or absent: no proxy is trusted. */
@@ -107,6 +110,7 @@ export function configFromEnv(env: NodeJS.ProcessEnv = process.env): Config {
     linkFlowLimit: parsed.MESHWORK_LINK_FLOW_LIMIT,
     signupLimit: parsed.MESHWORK_SIGNUP_LIMIT,
     chatRateLimit: parsed.MESHWORK_CHAT_RATE_LIMIT,
+    drainMs: parsed.MESHWORK_DRAIN_SECONDS * 1000,
     trustedProxies: parsed.MESHWORK_TRUSTED_PROXIES.split(',')
       .map((p) => p.trim())
       .filter(Boolean),

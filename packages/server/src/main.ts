@@ -51,9 +51,19 @@ if (config.localNode) {
   }
 }
 
+// SIGTERM drains (answers in flight finish, the queue goes to the other processes, up to
+// MESHWORK_DRAIN_SECONDS); SIGINT, or a second signal, stops at once.
+let stopping = false
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => {
-    const stopNode = localNode ? localNode.agent.stop().catch(() => {}) : Promise.resolve()
-    void stopNode.then(() => server.close()).finally(() => process.exit(0))
+    if (stopping) process.exit(1)
+    stopping = true
+    const drain = signal === 'SIGTERM' ? server.drain(config.drainMs ?? 30_000) : Promise.resolve()
+    void drain
+      .catch((err) => console.error('drain failed', err))
+      .then(() => (localNode ? localNode.agent.stop().catch(() => {}) : undefined))
+      .then(() => server.close())
+      .catch((err) => console.error('shutdown failed', err))
+      .finally(() => process.exit(0))
   })
 }

@@ -43,6 +43,12 @@ export interface RunningServer {
   http: Server
   url: string
   port: number
+  /**
+   * Graceful drain (SIGTERM): stops accepting connections (a load balancer sends new ones to the
+   * other processes), lets answers in flight finish until `deadlineMs`, hands the queue to the
+   * other processes (or fails it retryable when alone), gives the lease up. Then call close().
+   */
+  drain(deadlineMs: number): Promise<void>
   close(): Promise<void>
 }
 
@@ -108,7 +114,10 @@ export async function startServer(config: Config, extras: ServerExtras = {}): Pr
     ],
   })
   const listener = getRequestListener(app.fetch)
+  let draining = false
   const http = createHttpServer((req, res) => {
+    // Draining: clients (and balancers) reconnect elsewhere for their next request.
+    if (draining) res.setHeader('Connection', 'close')
     res.setHeader('Access-Control-Allow-Origin', '*')
     setSecurityHeaders(res)
     if (req.method === 'GET' && req.url?.split('?')[0] === '/api/realtime') {
@@ -138,6 +147,13 @@ export async function startServer(config: Config, extras: ServerExtras = {}): Pr
     http,
     port,
     url: `http://${host}:${port}`,
+    async drain(deadlineMs: number) {
+      draining = true
+      // No new connections; idle keep-alive ones are closed, busy ones after their answer.
+      http.close()
+      http.closeIdleConnections()
+      await network.drain(deadlineMs)
+    },
     async close() {
       closeGateway()
       metrics?.close()

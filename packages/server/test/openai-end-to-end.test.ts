@@ -16,12 +16,16 @@ import {
   startRealNode,
   type RealNode,
 } from './support/real-node.ts'
+import { holdingEngine, type HoldingControl } from './support/holding-engine.ts'
+import { waitUntil } from './support/network.ts'
 
 describe.each(dialects)('[%s] OpenAI API end to end with llama.cpp', (dialect) => {
   let server: TestServer
   let node: RealNode
   let pb: PocketBase
   let api: OpenAI
+  /** Holds the node's next answer after a few pieces (aborts land mid-answer). */
+  let hold: HoldingControl
   /** Input tokens as the coordinator counts them: its own tokenizer of each message's text. */
   let countInput: (file: string, contents: string[]) => Promise<number>
 
@@ -39,10 +43,15 @@ describe.each(dialects)('[%s] OpenAI API end to end with llama.cpp', (dialect) =
     }
     server = await startTestServer(dialect, { modelMirror })
     const owner = await signUp(server, 'host')
-    node = await startRealNode(server, owner, 'Real box', [
-      await modelId(server),
-      await modelId(server, 'llama-2-tiny-random'),
-    ])
+    const held = holdingEngine()
+    hold = held.control
+    node = await startRealNode(
+      server,
+      owner,
+      'Real box',
+      [await modelId(server), await modelId(server, 'llama-2-tiny-random')],
+      held.engine,
+    )
     pb = await signUp(server, 'coder')
     const res = await fetch(new URL('/api/keys', server.url), {
       method: 'POST',
@@ -162,5 +171,105 @@ describe.each(dialects)('[%s] OpenAI API end to end with llama.cpp', (dialect) =
     ])
     const balance = await pb.collection('user_balances').getFirstListItem('')
     expect(balance.held).toBe(0)
+  })
+
+  const PROMPT = 'Once upon a time there was a little dog named Max.'
+
+  /** The node's jobs that it stopped because the coordinator told it to (`job_cancel`). */
+  const cancelledJobs: string[] = []
+  beforeAll(() => {
+    node.agent.events.on('job', (e) => {
+      if (e.kind === 'cancelled') cancelledJobs.push(e.jobId)
+    })
+  })
+
+  /** The request, once it has ended cancelled; then what it cost and what stays held. */
+  async function stoppedRequest(id: string) {
+    const db = server.core.database.db
+    const row = await waitUntil(
+      async () => {
+        const r = await db.selectFrom('requests').selectAll().where('id', '=', id).executeTakeFirst()
+        return r?.status === 'cancelled' && r
+      },
+      10_000,
+      'the request cancelled',
+    )
+    const debits = await debitFor(`chatcmpl-${id}`)
+    const balance = await pb.collection('user_balances').getFirstListItem('')
+    return { row, debits, balance }
+  }
+
+  /** What every abort must show: the node stopped, the text so far kept, only it paid for. */
+  async function expectStoppedAndBilled(id: string, received: string) {
+    const { row, debits, balance } = await stoppedRequest(id)
+    const job = await server.core.database.db
+      .selectFrom('node_jobs')
+      .select(['id', 'status'])
+      .where('request', '=', id)
+      .executeTakeFirstOrThrow()
+    expect(job.status).toBe('cancelled')
+    await waitUntil(() => cancelledJobs.includes(String(job.id)), 10_000, 'the node stopped the job')
+    const run = hold.runs.at(-1)!
+    await waitUntil(() => run.aborted, 10_000, 'the engine aborted')
+    const response = String(row.response)
+    expect(response.startsWith(received)).toBe(true)
+    expect(run.forwarded.startsWith(response)).toBe(true)
+    expect(Number(row.tokens_input)).toBe(await countInput('stories260K.gguf', [PROMPT]))
+    const output = Number(row.tokens_output)
+    expect(output).toBeGreaterThan(0)
+    // Only the part produced before the stop is paid: at most the tokens the node passed on.
+    expect(output).toBeLessThanOrEqual(run.forwardedTokens)
+    const cost = Number(row.tokens_input) + output // x multiplier 1
+    expect(debits).toMatchObject([{ amount: cost }])
+    expect(Number(row.reserved)).toBe(0)
+    expect(balance.held).toBe(0)
+  }
+
+  it('a client that aborts mid-stream stops the node at once and pays only for what was produced', async () => {
+    hold.next = { prompt: PROMPT, after: 4 }
+    const controller = new AbortController()
+    const stream = await api.chat.completions.create(
+      {
+        model: 'stories260K',
+        messages: [{ role: 'user', content: PROMPT }],
+        max_tokens: 200,
+        seed: 3,
+        stream: true,
+        stream_options: { include_usage: true },
+      },
+      { signal: controller.signal },
+    )
+    let received = ''
+    let id = ''
+    try {
+      for await (const chunk of stream) {
+        id = chunk.id.replace(/^chatcmpl-/, '')
+        received += chunk.choices[0]?.delta.content ?? ''
+        if (received) controller.abort()
+      }
+    } catch (err) {
+      if (!(err instanceof OpenAI.APIUserAbortError)) throw err
+    }
+    expect(received.length).toBeGreaterThan(0)
+    await expectStoppedAndBilled(id, received)
+  })
+
+  it('a non-streamed call whose client gives up mid-answer is stopped and billed the same way', async () => {
+    hold.next = { prompt: PROMPT, after: 4 }
+    let seen: (id: string) => void = () => {}
+    const partial = new Promise<string>((r) => (seen = r))
+    await pb.collection('requests').subscribe('*', (e) => {
+      if (e.record.is_partial && e.record.response) seen(e.record.id)
+    })
+    const controller = new AbortController()
+    const call = api.chat.completions.create(
+      { model: 'stories260K', messages: [{ role: 'user', content: PROMPT }], max_tokens: 200, seed: 4 },
+      { signal: controller.signal },
+    )
+    const id = await partial
+    await pb.collection('requests').unsubscribe()
+    controller.abort()
+    await expect(call).rejects.toBeInstanceOf(OpenAI.APIUserAbortError)
+    await expectStoppedAndBilled(id, '')
   })
 })

@@ -129,6 +129,21 @@ describe.each(dialects)('[%s] stop generating: POST /api/requests/cancel', (dial
       })
       expect(await inference(uid(pb))).toHaveLength(1)
       await expectAuditPasses(server)
+
+      // The stopped answer is part of the conversation: the next message's prompt carries it.
+      node.behaviour = null
+      const next = await send(pb, conversation, 'And then?')
+      await waitUntil(() => node.jobs[1], 10_000, 'the next job')
+      expect(node.jobs[1].prompt.messages).toEqual([
+        { role: 'user', content: prompt },
+        { role: 'assistant', content: streamed },
+        { role: 'user', content: 'And then?' },
+      ])
+      await waitUntil(
+        async () => (await pb.collection('requests').getOne(next)).status === 'completed',
+        10_000,
+        'the next answer',
+      )
     } finally {
       node.kill()
     }

@@ -27,6 +27,8 @@ export const REJECT_NOT_SERVING = 'Model is not being served by this node'
 export class JobRunner {
   readonly #o: JobRunnerOptions
   readonly #running = new Map<string, { abort: AbortController; done: Promise<void> }>()
+  /** Shutting down: offers are turned down as if full; running jobs go on. */
+  draining = false
 
   constructor(options: JobRunnerOptions) {
     this.#o = options
@@ -42,7 +44,7 @@ export class JobRunner {
       this.#o.onJobEvent?.({ kind: 'rejected', jobId: job.job_id, reason })
     }
     if (this.#running.has(job.job_id)) return // a duplicate offer of a job already running
-    if (this.#running.size >= this.#o.maxJobs) return reject(REJECT_NO_SLOT)
+    if (this.draining || this.#running.size >= this.#o.maxJobs) return reject(REJECT_NO_SLOT)
     const model = this.#o.serving(job.model_id)
     if (!model) return reject(REJECT_NOT_SERVING)
     const abort = new AbortController()
@@ -52,6 +54,17 @@ export class JobRunner {
 
   cancel(jobId: string): void {
     this.#running.get(jobId)?.abort.abort()
+  }
+
+  /** Resolves when no job runs, or at `until` (Date.now()). */
+  async settled(until: number): Promise<void> {
+    while (this.#running.size && Date.now() < until) {
+      const left = until - Date.now()
+      await Promise.race([
+        Promise.allSettled([...this.#running.values()].map((j) => j.done)),
+        new Promise((r) => setTimeout(r, Math.max(0, left)).unref()),
+      ])
+    }
   }
 
   /** Aborts every running job and waits for them to stop. */

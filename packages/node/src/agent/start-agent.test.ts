@@ -228,3 +228,49 @@ describe('startAgent against a fake coordinator', () => {
     await other.stop()
   })
 })
+
+describe('startAgent draining (SIGTERM)', () => {
+  it('takes no new job, finishes the running one, then closes', async () => {
+    const coord = await startFakeCoordinator(
+      { '/api/models/mod_stories/download': await readFile(`${MODELS}stories260K.gguf`) },
+      auth,
+    )
+    const home = await mkdtemp(join(tmpdir(), 'mw-agent-drain-'))
+    const agent = await startAgent({
+      server: coord.url,
+      ...auth,
+      home,
+      threads: 1,
+      gpu: false,
+      heartbeatIntervalMs: 200,
+      progressIntervalMs: 0,
+      initialBackoffMs: 50,
+    })
+    try {
+      await coord.waitFor((f) => f.type === 'hello')
+      const serving = coord.waitFor(status('nd1', (s) => s.is_serving))
+      coord.send({
+        type: 'desired_state',
+        node_models: [{ id: 'nd1', model: stories, requested_download: true, requested_serving: true }],
+      })
+      await serving
+      const firstChunk = coord.waitFor(of('d1', 'job_chunk'))
+      coord.send(offer('d1', { sampling: { ...sampling, max_tokens: 200 } }))
+      await firstChunk
+      const said = coord.waitFor((f) => f.type === 'heartbeat' && f.draining === true)
+      const drained = agent.drain(120_000)
+      await said
+      const rejected = coord.waitFor(of('d2', 'job_rejected'))
+      coord.send(offer('d2'))
+      expect(await rejected).toMatchObject({ reason: 'No free job slot' })
+      await drained
+      // The running job finished before the socket closed; the agent does not reconnect.
+      expect(coord.frames.some((x) => of('d1', 'job_done')(x.frame))).toBe(true)
+      expect(agent.connected).toBe(false)
+    } finally {
+      await agent.stop()
+      await coord.close()
+      await rm(home, { recursive: true, force: true })
+    }
+  })
+})

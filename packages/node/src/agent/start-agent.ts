@@ -71,6 +71,12 @@ export interface RunningAgent {
   modelName(id: string): string | undefined
   /** Resolves when no model operation (download, load, ...) is in flight. */
   idle(): Promise<void>
+  /**
+   * Graceful shutdown (SIGTERM): takes no new jobs (the coordinator hears so at once), lets the
+   * running ones finish until `deadlineMs`, then stops; jobs still running then are handed back
+   * (the socket closes and the coordinator gives them to other nodes).
+   */
+  drain(deadlineMs: number): Promise<void>
   /** Closes the socket, aborts jobs and downloads (partial files stay), unloads models. */
   stop(): Promise<void>
 }
@@ -116,7 +122,12 @@ export async function startAgent(options: StartAgentOptions): Promise<RunningAge
     send: (frame) => connection.send(frame),
   })
   const heartbeat = () =>
-    connection.send({ type: 'heartbeat', busy_jobs: jobs.busy, max_jobs: maxJobs })
+    connection.send({
+      type: 'heartbeat',
+      busy_jobs: jobs.busy,
+      max_jobs: maxJobs,
+      ...(jobs.draining ? { draining: true } : {}),
+    })
 
   const onFrame = (frame: ServerToNodeFrame) => {
     switch (frame.type) {
@@ -164,6 +175,7 @@ export async function startAgent(options: StartAgentOptions): Promise<RunningAge
     onInvalidFrame: (error) => events.emit('invalid_frame', error),
   })
   const timer = setInterval(heartbeat, options.heartbeatIntervalMs ?? 5000)
+  let stopped: Promise<void> | null = null
   connection.start()
 
   return {
@@ -174,13 +186,25 @@ export async function startAgent(options: StartAgentOptions): Promise<RunningAge
     statuses: () => models.statuses(),
     modelName: (id) => (models.modelOf(id) ?? models.catalogueModel(id))?.name,
     idle: () => models.idle(),
-    async stop() {
-      clearInterval(timer)
-      await connection.stop()
-      await jobs.abortAll()
-      scores.abortAll()
-      await models.dispose()
-      if (ownsEngine) await engine.dispose()
+    async drain(deadlineMs: number) {
+      jobs.draining = true
+      heartbeat()
+      await jobs.settled(Date.now() + deadlineMs)
+      await stop()
     },
+    stop,
+  }
+
+  function stop(): Promise<void> {
+    stopped ??= stopOnce()
+    return stopped
+  }
+  async function stopOnce() {
+    clearInterval(timer)
+    await connection.stop()
+    await jobs.abortAll()
+    scores.abortAll()
+    await models.dispose()
+    if (ownsEngine) await engine.dispose()
   }
 }

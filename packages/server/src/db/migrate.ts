@@ -7,6 +7,7 @@ import { emailCase } from './migrations/0004-email-case.ts'
 import { nodeModelRetry } from './migrations/0020-node-model-retry.ts'
 import { addChatModels } from './migrations/0021-chat-models.ts'
 import { nodeVerification } from './migrations/0030-node-verification.ts'
+import { requestLeases } from './migrations/0045-request-leases.ts'
 import { chatUx } from './migrations/0050-chat-ux.ts'
 import { apiKeys } from './migrations/0060-api-keys.ts'
 import { pendingEarnings } from './migrations/0031-pending-earnings.ts'
@@ -20,6 +21,7 @@ const migrations: Record<string, Migration> = {
   '0020-node-model-retry': nodeModelRetry,
   '0021-chat-models': addChatModels,
   '0030-node-verification': nodeVerification,
+  '0045-request-leases': requestLeases,
   '0050-chat-ux': chatUx,
   '0060-api-keys': apiKeys,
   // Kysely runs migrations in name order, whatever their order here.

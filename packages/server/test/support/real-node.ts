@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type PocketBase from 'pocketbase'
-import { linkDevice, startAgent, type RunningAgent } from '@meshwork/node'
+import { linkDevice, startAgent, type InferenceEngine, type RunningAgent } from '@meshwork/node'
 import type { TestServer } from '../harness.ts'
 import { postJson, waitUntil } from './network.ts'
 
@@ -24,12 +24,16 @@ export interface RealNode {
   stop(): Promise<void>
 }
 
-/** Links a device owned by `owner`, starts its agent and waits until it serves every model. */
+/**
+ * Links a device owned by `owner`, starts its agent and waits until it serves every model. An
+ * `engine` given (e.g. holding-engine.ts) is the node's, and is disposed when it stops.
+ */
 export async function startRealNode(
   server: TestServer,
   owner: PocketBase,
   device: string,
   models: string[],
+  engine?: InferenceEngine,
 ): Promise<RealNode> {
   const linked = await linkDevice({
     server: server.url,
@@ -48,6 +52,7 @@ export async function startRealNode(
     threads: 1,
     gpu: false,
     heartbeatIntervalMs: 1000,
+    ...(engine ? { engine } : {}),
   })
   for (const model of models) {
     const nm = await owner.collection('node_models').create({
@@ -67,6 +72,7 @@ export async function startRealNode(
     nodeId: linked.nodeId,
     async stop() {
       await agent.stop()
+      await engine?.dispose()
       rmSync(home, { recursive: true, force: true })
     },
   }

@@ -3,6 +3,8 @@
  * Each call carries the signed-in user's token; failures throw ApiError with the server's
  * PocketBase-shaped message, or 'HTTP {status}: {statusText}' when the body has none.
  */
+import type { CancelRequestAnswer } from '@meshwork/protocol/request-status'
+import { CANCEL_REQUEST_PATH } from '@meshwork/protocol/request-status'
 import { ApiError } from './api-error.ts'
 import { pb } from './pb.ts'
 
@@ -107,6 +109,11 @@ export function regenerateAnswer(requestId: string): Promise<SendChatResult> {
 
 export function retryRequest(requestId: string): Promise<RetryResult> {
   return call<RetryResult>('POST', '/api/requests/retry', { request_id: requestId })
+}
+
+/** Stop generating: the request ends cancelled with the text so far (idempotent). */
+export function cancelRequest(requestId: string): Promise<CancelRequestAnswer> {
+  return call<CancelRequestAnswer>('POST', CANCEL_REQUEST_PATH, { request_id: requestId })
 }
 
 export function approveNode(stateToken: string, userInfo: ApproveUserInfo): Promise<unknown> {

@@ -88,10 +88,14 @@ export const startCommand: CommandModule<object, StartArgs> = {
     // Listeners stay on until the agent has stopped: node-llama-cpp's dependencies use
     // signal-exit, which re-raises a signal nobody else listens to (the process would die
     // mid-shutdown, killed by its own SIGTERM). A second signal ends it at once.
+    // SIGTERM drains: no new jobs, running ones finish (up to MESHWORK_NODE_DRAIN_SECONDS, 30 by
+    // default), the rest are handed back. SIGINT stops at once.
     let signalled = false
+    let drain = false
     const onSignal = (signal: NodeJS.Signals) => {
       if (signalled) process.exit(signal === 'SIGINT' ? 130 : 143)
       signalled = true
+      drain = signal === 'SIGTERM'
       stopping()
     }
     let stopping = () => {}
@@ -109,7 +113,10 @@ export const startCommand: CommandModule<object, StartArgs> = {
         resolve()
       })
     })
-    await agent.stop()
+    if (drain) {
+      const seconds = Number(process.env.MESHWORK_NODE_DRAIN_SECONDS ?? 30)
+      await agent.drain(Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : 30_000)
+    } else await agent.stop()
     process.off('SIGINT', onSignal)
     process.off('SIGTERM', onSignal)
   },

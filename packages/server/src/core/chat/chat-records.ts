@@ -41,7 +41,10 @@ export async function ownRequest(db: Db, user: string, body: unknown) {
   return request
 }
 
-/** Completed turns a prompt carries, oldest first: before `until` when given, never replaced. */
+/**
+ * Turns a prompt carries, oldest first: completed answers, and stopped ones with their text (what
+ * the user saw and paid for); before `until` when given, never replaced.
+ */
 export async function conversationHistory(
   db: Db,
   conversation: string,
@@ -51,7 +54,12 @@ export async function conversationHistory(
     .selectFrom('requests')
     .select(['prompt', 'response'])
     .where('conversation', '=', conversation)
-    .where('status', '=', 'completed')
+    .where((eb) =>
+      eb.or([
+        eb('status', '=', 'completed'),
+        eb.and([eb('status', '=', 'cancelled'), eb('response', '!=', '')]),
+      ]),
+    )
     .where('replaced_by', '=', '')
   if (until) query = query.where('created', '<', until)
   return (await query.orderBy('created').execute()) as Turn[]

@@ -21,6 +21,7 @@ import { countInput } from '../metering/answer-meter.ts'
 import type { Metering } from '../metering/metering.ts'
 import { emitBalance, emitById } from '../scheduler/emit-stored.ts'
 import type { Scheduler } from '../scheduler/scheduler.ts'
+import type { WorkItem } from '../scheduler/work.ts'
 import { buildPrompt, type Turn } from './build-prompt.ts'
 import { quoteMessage, type QuoteAnswer } from './chat-quote.ts'
 import { conversationHistory, exactError, ownConversation, ownRequest } from './chat-records.ts'
@@ -291,6 +292,8 @@ export class ChatService {
           node: '',
           reserved: r.amount,
           updated: now,
+          // This process owns the request until it ends (scheduler/takeover.ts).
+          lease_owner: this.core.processId,
         }
         if (p.retryOf) {
           const res = await trx
@@ -361,6 +364,55 @@ export class ChatService {
       meterRule,
     })
     return { request_id: requestId, status: 'queued', position }
+  }
+
+  /**
+   * What the scheduler needs to run a stored pending request again (taken over from a process that
+   * died or drained): the same prompt and sampling, held to the output its hold pays for. Null when
+   * it cannot be rebuilt: API requests (the whole prompt was the client's, not stored) and canaries.
+   */
+  async resume(requestId: string): Promise<WorkItem | null> {
+    const db = this.core.database.db
+    const row = await db.selectFrom('requests').selectAll().where('id', '=', requestId).executeTakeFirst()
+    if (!row || row.status !== 'pending' || row.api_key || !row.user || !row.conversation) return null
+    const model = await db
+      .selectFrom('models')
+      .select('credit_multiplier')
+      .where('id', '=', row.model)
+      .executeTakeFirst()
+    if (!model) return null
+    const multiplierUnits = Number(model.credit_multiplier ?? 0)
+    const meterRule = await this.metering.rule(String(row.model))
+    const count = (contents: string[]) => countInput(contents, meterRule)
+    const history = await conversationHistory(db, String(row.conversation), String(row.created))
+    const built = buildPrompt(history, String(row.prompt), CONTEXT_LENGTH, this.maxOutputTokens, count)
+    const reservedUnits = Number(row.reserved ?? 0)
+    // The hold was (input + output cap) x multiplier: the same output cap again.
+    const paidOutput =
+      multiplierUnits > 0 ? Math.floor(reservedUnits / multiplierUnits) - built.estimatedInput : this.maxOutputTokens
+    const maxTokens = Math.min(this.maxOutputTokens, paidOutput)
+    if (!(maxTokens >= 1)) return null
+    const sampling: Omit<Sampling, 'max_tokens'> = {
+      temperature: Number(row.temperature),
+      top_p: Number(row.top_p),
+      top_k: Number(row.top_k),
+      repeat_penalty: Number(row.repeat_penalty),
+      frequency_penalty: Number(row.frequency_penalty),
+      presence_penalty: Number(row.presence_penalty),
+      context_length: Number(row.context_length) || CONTEXT_LENGTH,
+    }
+    return {
+      requestId,
+      user: String(row.user),
+      modelId: String(row.model),
+      estimatedInput: built.estimatedInput,
+      maxTokens,
+      multiplierUnits,
+      reservedUnits,
+      prompt: { messages: built.messages },
+      sampling: { ...sampling, max_tokens: maxTokens },
+      meterRule,
+    }
   }
 
   /** The model's credit multiplier in units, or the spec's "unavailable" error when no node serves it. */

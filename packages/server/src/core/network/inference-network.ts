@@ -12,7 +12,8 @@ import type { CoreApp } from '../app.ts'
 import { ChatService, MAX_OUTPUT_TOKENS } from '../chat/chat-service.ts'
 import { listenForCancels } from '../chat/stop-request.ts'
 import { HOLD_SWEEP_INTERVAL_MS, sweepStrandedHolds } from '../ledger/hold-sweep.ts'
-import { failRequest } from '../ledger/settlement.ts'
+import { LocalLeases, RedisLeases, LEASE_TTL_MS, type ProcessLeases } from '../scheduler/leases.ts'
+import { Takeover } from '../scheduler/takeover.ts'
 import { LINK_FLOW_TTL_MS, LinkFlows } from '../nodes/link-flows.ts'
 import { revokeCredentials } from '../nodes/node-credentials.ts'
 import { Metering } from '../metering/metering.ts'
@@ -26,7 +27,7 @@ import type { RecordBusMessage } from '../records/record-events.ts'
 import { Scheduler } from '../scheduler/scheduler.ts'
 import { Canaries, defaultCanaryOptions, type CanaryOptions } from '../verification/canaries.ts'
 import { ReferenceScores } from '../verification/reference-scores.ts'
-import { defaultSchedulerOptions, type SchedulerOptions } from '../scheduler/work.ts'
+import { DRAIN_REASON, NO_NODE_MESSAGE, defaultSchedulerOptions, type SchedulerOptions } from '../scheduler/work.ts'
 import type { Limiter } from '../../tools/rate-limiter.ts'
 import { background } from '../../tools/background.ts'
 
@@ -47,6 +48,13 @@ export interface NetworkOptions {
   modelDirs?: string[]
   /** Canary timing (tests set `tickMs: 0` and run canaries by hand). */
   canaries?: Partial<CanaryOptions>
+  /** Scaled out: how long a dead process's lease lives on (10 s), and how often survivors look
+   * for requests of dead processes (every 2 s). */
+  leaseTtlMs?: number
+  takeoverIntervalMs?: number
+  /** Alone: how long after start-up the previous run's open requests are looked at, so that its
+   * nodes can reconnect first and its queued requests run (5 s). */
+  restartGraceMs?: number
 }
 
 export interface InferenceNetwork {
@@ -57,21 +65,32 @@ export interface InferenceNetwork {
   scheduler: Scheduler
   canaries: Canaries
   chat: ChatService
+  leases: ProcessLeases
+  takeover: Takeover
+  /** Alone: takes over what the previous run left open now, without waiting for the grace. */
+  recoverPrevious(): Promise<number>
   waitFlowTimeoutMs: number
   /** Link flows started, per client address (shared by every process when scaled out). */
   startFlowLimit: Limiter
+  /**
+   * Graceful drain: nothing new goes out, local nodes take no new jobs from other processes, the
+   * queue goes to the other processes (or fails retryable when alone), jobs out on nodes may finish
+   * until `deadlineMs`; what is still running then fails retryable. The lease is given up last.
+   */
+  drain(deadlineMs: number): Promise<void>
   close(): void
 }
-
-export const RESTART_MESSAGE = 'The coordinator restarted before this request finished.'
 
 export async function createInferenceNetwork(
   core: CoreApp,
   options: NetworkOptions = {},
 ): Promise<InferenceNetwork> {
-  // Scaled out (Redis configured), other processes may own the open requests and node sockets, so
-  // a starting process must not fail them; restart recovery is for the single-process default.
+  // Scaled out (Redis configured), other processes may own node sockets, so a starting process
+  // leaves nodes alone; open requests of dead processes are taken over (takeover.ts) either way.
   if (!core.config.redisUrl) await recoverAfterRestart(core)
+  const leases: ProcessLeases = core.redis
+    ? await RedisLeases.start(core.redis, core.processId, options.leaseTtlMs ?? LEASE_TTL_MS)
+    : new LocalLeases(core.processId)
   // Holds left without an open request (crash, bug): released at start-up and every hour.
   await sweepStrandedHolds(core.database.db)
   const sweeper = setInterval(() => {
@@ -96,6 +115,38 @@ export async function createInferenceNetwork(
   }
   const maxOutputTokens = options.maxOutputTokens ?? MAX_OUTPUT_TOKENS
   const chat = new ChatService(core, scheduler, metering, maxOutputTokens)
+  const takeover = new Takeover(
+    { core, leases, scheduler, registry, resume: (id) => chat.resume(id) },
+    options.takeoverIntervalMs ?? 2000,
+  )
+  const handOffs = new Set<Promise<void>>()
+  scheduler.handOff = (work) => {
+    const p: Promise<void> = takeover
+      .handOff(work)
+      .catch((err) => console.error('hand-off failed', err))
+      .then(() => {
+        handOffs.delete(p)
+      })
+    handOffs.add(p)
+  }
+  let startTimer: NodeJS.Timeout | null = null
+  let recoverPrevious = async () => 0
+  if (core.redis) await takeover.start()
+  else {
+    // Only what the previous run left: rows written later are this run's.
+    const leftOpen = await takeover.leftOpen()
+    recoverPrevious = () => {
+      if (startTimer) clearTimeout(startTimer)
+      const ids = new Set(leftOpen)
+      leftOpen.clear()
+      return takeover.recover(ids)
+    }
+    const recover = () => {
+      recoverPrevious().catch((err) => console.error('restart recovery failed', err))
+    }
+    if (leftOpen.size) startTimer = setTimeout(recover, options.restartGraceMs ?? 5000)
+    startTimer?.unref()
+  }
   const scores = new ReferenceScores(registry)
   const canaries = new Canaries(
     {
@@ -135,12 +186,32 @@ export async function createInferenceNetwork(
     scheduler,
     canaries,
     chat,
+    leases,
+    takeover,
+    recoverPrevious: () => recoverPrevious(),
     waitFlowTimeoutMs: options.waitFlowTimeoutMs ?? 25_000,
     startFlowLimit: core.limits.create('link-flow', {
       points: startFlow.limit === Infinity ? 0 : startFlow.limit,
       windowSeconds: Math.ceil(startFlow.windowMs / 1000),
     }),
+    async drain(deadlineMs: number) {
+      const until = Date.now() + deadlineMs
+      registry.startDraining()
+      scheduler.startDraining()
+      const waitFor = async (done: () => boolean) => {
+        while (!done() && Date.now() < until) await new Promise((r) => setTimeout(r, 50))
+      }
+      await waitFor(() => scheduler.load === 0 && registry.relayedJobs === 0)
+      scheduler.abandonRunning(`${NO_NODE_MESSAGE} (${DRAIN_REASON})`)
+      while (handOffs.size) await Promise.allSettled([...handOffs])
+      await scheduler.flushWrites()
+      takeover.close()
+      await leases.release().catch(() => {})
+    },
     close() {
+      if (startTimer) clearTimeout(startTimer)
+      takeover.close()
+      leases.close()
       clearInterval(sweeper)
       stopRevoking()
       stopForgetting()
@@ -155,17 +226,12 @@ export async function createInferenceNetwork(
 }
 
 /**
- * Nothing survives a restart in memory: unfinished requests fail (retryable, hold released) and
- * every node counts as offline until its socket is back.
+ * Alone, nothing of a previous run survives in memory: every node counts as offline until its
+ * socket is back, and no job is out. Its open requests are taken over after the grace
+ * (takeover.ts): queued ones run again, running ones fail retryable with their holds released.
  */
 async function recoverAfterRestart(core: CoreApp) {
   const db = core.database.db
-  const open = await db
-    .selectFrom('requests')
-    .select('id')
-    .where('status', 'in', ['pending', 'processing'])
-    .execute()
-  for (const r of open) await failRequest(db, String(r.id), RESTART_MESSAGE, true)
   await db
     .updateTable('nodes')
     .set({ status: 'offline' })

@@ -116,6 +116,35 @@ export class NodeRegistry {
     return this.sessions.get(nodeId) ?? this.relay?.remote(nodeId)
   }
 
+  /**
+   * Stops a job that no process's scheduler follows any more (its process died): the node is told
+   * to cancel it, wherever its socket lives, and its slot is free again.
+   */
+  cancelOrphanJob(nodeId: string, jobId: string): void {
+    const local = this.sessions.get(nodeId)
+    if (local) {
+      this.relay?.dropRelayed(local, jobId)
+      local.send({ type: 'job_cancel', job_id: jobId })
+      this.listener?.onCapacity()
+      return
+    }
+    this.relay?.remote(nodeId)?.send({ type: 'job_cancel', job_id: jobId })
+  }
+
+  /** Draining: local nodes are announced full to the other processes from now on. */
+  startDraining(): void {
+    if (!this.relay) return
+    this.relay.draining = true
+    for (const session of this.sessions.values()) if (session.helloed) this.relay.announce(session)
+  }
+
+  /** Jobs local nodes run for other processes. */
+  get relayedJobs(): number {
+    let n = 0
+    for (const s of this.sessions.values()) n += s.relayedJobs.size
+    return n
+  }
+
   attach(nodeId: string, ws: WebSocket): NodeSession {
     // A node that reconnects replaces its old socket: its jobs there are lost (the agent aborts
     // them when a socket drops), so they go to other nodes now rather than after a stall.
@@ -225,6 +254,7 @@ export class NodeRegistry {
         const freed = frame.max_jobs > session.maxJobs
         session.maxJobs = frame.max_jobs
         session.busyJobs = frame.busy_jobs
+        session.draining = frame.draining === true
         const busy = Math.max(frame.busy_jobs, session.jobs.size) >= frame.max_jobs
         this.enqueue(session, () =>
           this.updateNode(session.nodeId, {

@@ -72,6 +72,8 @@ export class NodeRelay {
   private relayed = new Map<string, { origin: string; nodeId: string }>()
   private unsubscribe: Array<() => void>
   private timer: NodeJS.Timeout
+  /** Draining: local nodes are announced full, so other processes offer them nothing new. */
+  draining = false
 
   constructor(
     private bus: Bus,
@@ -107,8 +109,16 @@ export class NodeRelay {
       from: this.processId,
       nodeId: session.nodeId,
       maxJobs: session.maxJobs,
-      busyJobs: Math.max(session.busyJobs, session.jobs.size + session.relayedJobs.size),
+      busyJobs: this.draining || session.draining
+        ? session.maxJobs
+        : Math.max(session.busyJobs, session.jobs.size + session.relayedJobs.size),
     })
+  }
+
+  /** A job of a process that is gone (taken over): the local node stops it and frees its slot. */
+  dropRelayed(session: NodeSession, jobId: string): void {
+    if (!this.relayed.delete(jobId)) return
+    session.relayedJobs.delete(jobId)
   }
 
   /** A local node's socket is gone: its relayed jobs are lost, and their processes hear so. */
@@ -125,11 +135,13 @@ export class NodeRelay {
   route(session: NodeSession, frame: JobFrame): boolean {
     const relayed = this.relayed.get(frame.job_id)
     if (!relayed || relayed.nodeId !== session.nodeId) return false
+    this.bus.publish(direct(relayed.origin), { kind: 'job_frame', from: this.processId, nodeId: session.nodeId, frame })
     if (JOB_ENDS.has(frame.type)) {
       this.relayed.delete(frame.job_id)
       session.relayedJobs.delete(frame.job_id)
+      // The slot is free for this process's own queue too.
+      this.nodes.onRemoteCapacity()
     }
-    this.bus.publish(direct(relayed.origin), { kind: 'job_frame', from: this.processId, nodeId: session.nodeId, frame })
     return true
   }
 

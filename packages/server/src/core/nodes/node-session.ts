@@ -47,6 +47,8 @@ export class NodeSession implements NodeHandle {
   chain: Promise<void> = Promise.resolve()
   /** The backend class the node's hello reported. */
   backend = 'unknown'
+  /** The node said it is shutting down: its jobs finish, it gets no new ones. */
+  draining = false
 
   constructor(
     readonly nodeId: string,
@@ -60,7 +62,7 @@ export class NodeSession implements NodeHandle {
   fullUntil = 0
 
   get freeSlots(): number {
-    if (!this.helloed || !this.open || Date.now() < this.fullUntil) return 0
+    if (!this.helloed || !this.open || this.draining || Date.now() < this.fullUntil) return 0
     return Math.max(0, this.maxJobs - this.jobs.size - this.relayedJobs.size)
   }
 

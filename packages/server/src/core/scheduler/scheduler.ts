@@ -33,6 +33,7 @@ import {
   MAX_OFFERS,
   NO_NODE_MESSAGE,
   NO_SLOT_REASON,
+  DRAIN_REASON,
   type JobFrame,
   type SchedulerOptions,
   type Work,
@@ -54,6 +55,12 @@ export class Scheduler implements RegistryListener {
   private timer: NodeJS.Timeout
   private idleWaiters: Array<() => void> = []
   private closed = false
+  /** Draining (graceful shutdown): nothing new goes out; what is queued goes to `handOff`. */
+  private draining = false
+  /** Where queued work goes while draining (another process, or failed retryable when alone). */
+  handOff: ((work: WorkItem) => void) | null = null
+  /** Database writes still running (settlements, failures): a drained process waits for them. */
+  private writes = new Set<Promise<void>>()
 
   constructor(
     private core: CoreApp,
@@ -244,6 +251,23 @@ export class Scheduler implements RegistryListener {
     return new Promise((resolve) => this.idleWaiters.push(resolve))
   }
 
+  /** Stops sending work out: queued requests (now and later) go to `handOff`; jobs out on
+   * nodes run on. */
+  startDraining(): void {
+    this.draining = true
+    this.onCapacity()
+  }
+
+  /** Takes every running request off its node and fails it retryable (a drain's deadline). */
+  abandonRunning(message: string): void {
+    for (const work of [...this.byJob.values()]) this.abandon(work.requestId, message)
+  }
+
+  /** Resolves when the database writes begun so far (and those they lead to) are done. */
+  async flushWrites(): Promise<void> {
+    while (this.writes.size) await Promise.allSettled([...this.writes])
+  }
+
   close(): void {
     this.closed = true
     closedCores.add(this.core)
@@ -254,6 +278,16 @@ export class Scheduler implements RegistryListener {
 
   private async pump(): Promise<void> {
     if (this.closed) return
+    if (this.draining) {
+      const queued = this.queue.splice(0)
+      for (const work of queued) {
+        // A canary is for this process's own check; a request goes to whoever can run it.
+        if (work.canary || !this.handOff) this.fail(work, `${NO_NODE_MESSAGE} (${DRAIN_REASON})`)
+        else this.handOff(work)
+      }
+      this.checkIdle()
+      return
+    }
     if (this.pumping) {
       this.pumpAgain = true
       return
@@ -554,13 +588,18 @@ export class Scheduler implements RegistryListener {
 
   /** Database work of one request runs in order (accepted before done, done before anything later). */
   private serial(work: Work, task: () => Promise<void>) {
-    work.chain = work.chain
+    const chain: Promise<void> = work.chain
       .then(() => (this.closed ? undefined : task()))
       .catch((err) => {
         // Writes cut off by shutdown are expected; restart recovery deals with their requests.
         if (!this.closed) console.error('scheduler write failed', err)
       })
-      .finally(() => this.checkIdle())
+      .finally(() => {
+        this.writes.delete(chain)
+        this.checkIdle()
+      })
+    this.writes.add(chain)
+    work.chain = chain
   }
 
   private checkIdle() {

@@ -40,6 +40,8 @@ export const defaultSchedulerOptions: SchedulerOptions = {
 /** The agent's reason for an offer beyond its free slots (REJECT_NO_SLOT in @meshwork/node). */
 export const NO_SLOT_REASON = 'No free job slot'
 export const MAX_OFFERS = 10
+/** Why a request was not run by a process that shut down (no other process could take it). */
+export const DRAIN_REASON = 'The coordinator shut down'
 export const FULL_NODE_PAUSE_MS = 250
 
 export const NO_NODE_MESSAGE =

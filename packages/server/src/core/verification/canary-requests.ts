@@ -38,6 +38,7 @@ export async function createCanaryRequest(
       response: '',
       error_message: '',
       reserved: 0,
+      lease_owner: core.processId,
       created: now,
       updated: now,
     })

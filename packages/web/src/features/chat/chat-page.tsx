@@ -27,6 +27,7 @@ import { useChatItems } from './use-chat-items.ts'
 import { useChatLive } from './use-chat-live.ts'
 import { useQuote } from './use-quote.ts'
 import { useSendMessage } from './use-send-message.ts'
+import { useStopAnswer } from './use-stop-answer.ts'
 
 const SMALL_SCREEN_PX = 768
 const NO_CONVERSATIONS: never[] = []
@@ -117,10 +118,24 @@ export default function ChatPage() {
   // Stable callbacks, so the memoised sidebar skips the renders a streamed answer causes.
   const creating = create.isPending
   const { mutate: createConversation } = create
+  const { mutate: updateConversation } = update
+  const { mutate: removeConversation } = remove
   const newChat = useCallback(() => {
     if (creating || !selectedModel) return
     createConversation({ model: selectedModel.id, temperature }, { onSuccess: (c) => select(c.id) })
   }, [creating, selectedModel, temperature, createConversation, select])
+  const rename = useCallback(
+    (id: string, title: string) => updateConversation({ id, title }),
+    [updateConversation],
+  )
+  const deleteConversation = useCallback(
+    (id: string) =>
+      removeConversation(id, { onSuccess: () => id === conversationId && select(null) }),
+    [removeConversation, conversationId, select],
+  )
+  const closeSidebar = useCallback(() => setSidebarOpen(false), [])
+  const { stop, stoppingId } = useStopAnswer()
+
   if (status === 'signed-out') return <Navigate to="/login" replace />
 
   const chooseModel = (id: string) => {
@@ -133,6 +148,8 @@ export default function ChatPage() {
   }
 
   const last = items.at(-1)
+  // The answer being written (queued or streaming): Stop ends it where it is.
+  const open = [...items].reverse().find((i) => i.record && !isTerminal(i.record.status))?.record
   const regenerableKey =
     last?.record && isTerminal(last.record.status) && !sending ? last.key : null
   const available = balance.data ? balance.data.balance - balance.data.held : undefined
@@ -207,6 +224,9 @@ export default function ChatPage() {
             onSend={() => void send(draft, setDraft)}
             sending={sending}
             empty={empty}
+            streaming={!!open}
+            stopping={!!open && stoppingId === open.id}
+            onStop={() => open && void stop(open)}
           />
           <ChatFooter
             available={available}

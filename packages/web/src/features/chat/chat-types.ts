@@ -1,4 +1,5 @@
 /** @module Record shapes the chat screen reads (spec §3) and the client's model view. */
+import { isEndedRequestStatus, type RequestStatus as KnownStatus } from '@meshwork/protocol/request-status'
 
 export interface ConversationRecord {
   id: string
@@ -13,7 +14,9 @@ export interface ConversationRecord {
   updated: string
 }
 
-export type RequestStatus = 'pending' | 'processing' | 'completed' | 'failed' | (string & {})
+/** The protocol's statuses (`cancelled`: stopped, its text so far kept); any other string is
+ * tolerated from an older or newer server. */
+export type RequestStatus = KnownStatus | (string & {})
 
 export interface RequestRecord {
   id: string
@@ -78,7 +81,7 @@ export function nodeCountLabel(count: number): string {
 
 /** Request states that end a stream. */
 export function isTerminal(status: RequestStatus): boolean {
-  return status === 'completed' || status === 'failed' || status === 'cancelled'
+  return isEndedRequestStatus(status)
 }
 
 /**

@@ -65,6 +65,42 @@ describe('AssistantReply', () => {
     expect(screen.getByText('Hello world')).toBeTruthy()
   })
 
+  it('keeps a stopped answer: its text, Stopped, its cost; no failure and no Retry', async () => {
+    const onRegenerate = vi.fn()
+    const { update } = show({
+      record: { ...base, status: 'processing', response: 'Once upon', is_partial: true },
+      canRegenerate: true,
+      onRegenerate,
+    })
+    update({
+      record: {
+        ...base,
+        status: 'cancelled',
+        response: 'Once upon a',
+        tokens_input: 4,
+        tokens_output: 2,
+        cost: 6,
+      },
+    })
+    expect(await screen.findByText('Cost: 6 tokens')).toBeTruthy()
+    expect(screen.getByText('Once upon a')).toBeTruthy()
+    expect(screen.getByText('Stopped')).toBeTruthy()
+    expect(screen.getByText(/6 credits charged/)).toBeTruthy()
+    expect(screen.queryByRole('alert')).toBeNull()
+    expect(screen.queryByRole('button', { name: /Retry/ })).toBeNull()
+    fireEvent.click(screen.getByRole('button', { name: 'Regenerate answer' }))
+    expect(onRegenerate).toHaveBeenCalledTimes(1)
+  })
+
+  it('says a request stopped before any text was written cost nothing, without a spinner', () => {
+    show({ live: false, record: { ...base, status: 'cancelled' } })
+    expect(screen.getByText('Stopped')).toBeTruthy()
+    expect(screen.getByText(/Nothing was charged/)).toBeTruthy()
+    expect(screen.queryByText('Thinking...')).toBeNull()
+    expect(screen.queryByRole('alert')).toBeNull()
+    expect(screen.queryByRole('button', { name: /Retry/ })).toBeNull()
+  })
+
   it('shows the credits actually charged beside the tokens when the server reports them', async () => {
     show({
       live: false,

@@ -1,5 +1,5 @@
 import { useQueryClient } from '@tanstack/react-query'
-import { AlertTriangle, RefreshCw, RotateCcw } from 'lucide-react'
+import { AlertTriangle, RefreshCw, RotateCcw, Square } from 'lucide-react'
 import type { ReactNode } from 'react'
 import { memo, useState } from 'react'
 import { useFeedback } from '../../../components/feedback/feedback-context.tsx'
@@ -41,7 +41,35 @@ export const AssistantReply = memo(function AssistantReply(props: AssistantReply
 
   if (sendError) return <ErrorBubble title={sendError} />
 
-  if (status === 'failed' || status === 'cancelled') {
+  // Stopped before any text was written: nothing to show, nothing was charged.
+  if (status === 'cancelled' && !record?.response) {
+    return (
+      <div className="flex min-w-0 max-w-full flex-col">
+        <div
+          className={cn(
+            bubble,
+            'border border-slate-200 bg-slate-50 text-sm text-slate-600 dark:border-slate-700 dark:bg-slate-800/40 dark:text-slate-300',
+          )}
+        >
+          <p className="flex items-center gap-2 font-medium">
+            <Square className="h-3.5 w-3.5 fill-current" aria-hidden />
+            Stopped
+          </p>
+          <p className="mt-1">The answer was stopped before any text was written. Nothing was charged.</p>
+        </div>
+        {record && canRegenerate && (
+          <div className="mt-1 flex pl-1">
+            <button type="button" className={action} onClick={() => onRegenerate(record)}>
+              <RefreshCw className="h-3.5 w-3.5" aria-hidden />
+              Regenerate
+            </button>
+          </div>
+        )}
+      </div>
+    )
+  }
+
+  if (status === 'failed') {
     const detail =
       record?.error_message ||
       (animate ? 'An error occurred while processing your request' : 'Request failed')
@@ -83,7 +111,9 @@ export const AssistantReply = memo(function AssistantReply(props: AssistantReply
   }
 
   const typing = text.length < record.response.length || (record.is_partial && !isTerminal(status))
-  const done = status === 'completed' && !typing
+  // A stopped answer keeps its text, its actions and what it cost.
+  const stopped = status === 'cancelled'
+  const done = (status === 'completed' || stopped) && !typing
   return (
     <div className="flex min-w-0 max-w-full flex-col">
       <div
@@ -97,6 +127,12 @@ export const AssistantReply = memo(function AssistantReply(props: AssistantReply
       </div>
       {done && (
         <div className="mt-1 flex flex-wrap items-center gap-x-1 gap-y-0.5 pl-1">
+          {stopped && (
+            <span className="inline-flex items-center gap-1 px-1.5 py-1 text-xs font-medium text-slate-500 dark:text-slate-400">
+              <Square className="h-3 w-3 fill-current" aria-hidden />
+              Stopped
+            </span>
+          )}
           <CopyButton text={record.response} label="Copy answer" />
           {canRegenerate && (
             <button

@@ -27,6 +27,18 @@ describe('Composer', () => {
     setup('hi', { sending: true })
     expect((screen.getByRole('button', { name: 'Send message' }) as HTMLButtonElement).disabled).toBe(true)
   })
+  it('shows Stop only while an answer streams, and stops once per click', () => {
+    setup('')
+    expect(screen.queryByRole('button', { name: 'Stop generating' })).toBeNull()
+    cleanup()
+    const onStop = vi.fn()
+    setup('', { streaming: true, onStop })
+    fireEvent.click(screen.getByRole('button', { name: 'Stop generating' }))
+    expect(onStop).toHaveBeenCalledTimes(1)
+    cleanup()
+    setup('', { streaming: true, stopping: true, onStop })
+    expect((screen.getByRole('button', { name: 'Stop generating' }) as HTMLButtonElement).disabled).toBe(true)
+  })
   it('switches placeholder once the conversation has messages', () => {
     const { box } = setup('')
     expect(box.getAttribute('placeholder')).toBe('What can I do for you today?')

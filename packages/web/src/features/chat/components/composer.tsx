@@ -1,4 +1,4 @@
-import { ArrowUp } from 'lucide-react'
+import { ArrowUp, Square } from 'lucide-react'
 import { useLayoutEffect, useRef } from 'react'
 
 /** Composer height cap: 40% of the window (spec §9). */
@@ -10,10 +10,16 @@ export interface ComposerProps {
   onSend: () => void
   sending: boolean
   empty: boolean
+  /** An answer of this conversation is being written: Stop shows beside Send. */
+  streaming?: boolean
+  /** True from the Stop click until the server has stopped the answer. */
+  stopping?: boolean
+  onStop?: () => void
 }
 
 /** Textarea that grows to 40% of the window; Enter sends, Shift+Enter adds a line. */
-export function Composer({ value, onChange, onSend, sending, empty }: ComposerProps) {
+export function Composer(props: ComposerProps) {
+  const { value, onChange, onSend, sending, empty, streaming, stopping, onStop } = props
   const ref = useRef<HTMLTextAreaElement>(null)
   const canSend = value.trim().length > 0 && !sending
 
@@ -49,6 +55,18 @@ export function Composer({ value, onChange, onSend, sending, empty }: ComposerPr
         }}
         className="max-h-[40vh] min-h-[2.5rem] flex-1 resize-none bg-transparent px-2 py-2 text-[0.9375rem] leading-6 text-slate-900 outline-none placeholder:text-slate-400 dark:text-white"
       />
+      {streaming && onStop && (
+        <button
+          type="button"
+          onClick={onStop}
+          disabled={stopping}
+          aria-label="Stop generating"
+          title="Stop generating"
+          className="focus-ring flex h-10 w-10 shrink-0 items-center justify-center rounded-xl border border-slate-300 bg-white text-slate-800 transition-colors hover:bg-slate-100 disabled:cursor-wait disabled:opacity-60 dark:border-slate-600 dark:bg-slate-800 dark:text-slate-100 dark:hover:bg-slate-700"
+        >
+          <Square className="h-4 w-4 fill-current" aria-hidden />
+        </button>
+      )}
       <button
         type="submit"
         disabled={!canSend}
