@@ -6,6 +6,8 @@ export default defineConfig({
     name: 'e2e',
     include: ['tests/**/*.test.ts'],
     globalSetup: ['harness/global-setup.ts'],
+    // Coordinators started by tests log warnings and errors only (no access lines).
+    env: { MESHWORK_LOG_LEVEL: process.env.MESHWORK_LOG_LEVEL ?? 'warn' },
     testTimeout: 90_000,
     hookTimeout: 120_000,
     fileParallelism: false,

@@ -8,10 +8,10 @@ import { join } from 'node:path'
 const root = new URL('..', import.meta.url).pathname
 const run = (cmd, args, opts = {}) => spawnSync(cmd, args, { cwd: root, stdio: 'inherit', ...opts })
 
-for (const pkg of ['protocol', 'server', 'node', 'web']) {
-  if (!existsSync(join(root, 'packages', pkg, 'tsconfig.json'))) continue
-  console.log(`typecheck: ${pkg}`)
-  const tsc = run('npx', ['tsc', '-p', `packages/${pkg}`])
+for (const dir of ['packages/protocol', 'packages/server', 'packages/node', 'packages/web', 'e2e', 'bench']) {
+  if (!existsSync(join(root, dir, 'tsconfig.json'))) continue
+  console.log(`typecheck: ${dir}`)
+  const tsc = run('npx', ['tsc', '-p', dir])
   if (tsc.status !== 0) process.exit(tsc.status ?? 1)
 }
 

@@ -35,7 +35,7 @@ function subscribe(url: string, token: string, topic: string, onEvent: (data: st
       let buffer = ''
       let connected = false
       res.setEncoding('utf8')
-      res.on('data', async (chunk: string) => {
+      res.on('data', (chunk: string) => {
         buffer += chunk
         let end: number
         while ((end = buffer.indexOf('\n\n')) !== -1) {
@@ -46,8 +46,10 @@ function subscribe(url: string, token: string, topic: string, onEvent: (data: st
           if (event === 'PB_CONNECT' && !connected) {
             connected = true
             const clientId = /^id:(.*)$/m.exec(frame)![1]
-            await api(url, '/api/realtime', { clientId, subscriptions: [topic] }, token).catch(reject)
-            resolve(() => req.destroy())
+            api(url, '/api/realtime', { clientId, subscriptions: [topic] }, token).then(
+              () => resolve(() => req.destroy()),
+              reject,
+            )
           } else if (event === topic) onEvent(data, performance.now())
         }
       })

@@ -143,7 +143,8 @@ function onRequestEvent(chat: Chat, data: string, at: number) {
   }
   const status = record.status
   if ((status === 'completed' || status === 'failed') && !record.is_partial) {
-    if (window) status === 'completed' ? window.completed++ : window.failed++
+    if (window && status === 'completed') window.completed++
+    else if (window) window.failed++
     chat.seen.delete(id)
     chat.ended.add(id)
     chat.waiting.get(id)?.()

@@ -68,6 +68,8 @@ describe('the node agent installed from the coordinator', () => {
     )
     expect(Object.keys(manifest.dependencies).sort()).toEqual([
       'node-llama-cpp',
+      'pino',
+      'pino-pretty',
       'ws',
       'yargs',
       'zod',
@@ -104,7 +106,8 @@ describe('the node agent installed from the coordinator', () => {
     expect(existsSync(join(installed, 'node_modules/@meshwork'))).toBe(false)
     expect(readFileSync(join(installed, 'bin/meshwork-node.js'), 'utf8')).not.toMatch(/tsx/)
 
-    const env = { MESHWORK_NODE_HOME: home }
+    // The agent's lines at info (the test config quiets the coordinators to warn).
+    const env = { MESHWORK_NODE_HOME: home, MESHWORK_LOG_LEVEL: 'info' }
     const login = run(
       bin,
       ['login', '--server', server.url, '--device', 'Installed Box', '--no-open'],

@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url'
 import { configFromEnv } from './config.ts'
 import { localNodeHome, startLocalNode, type LocalNode } from './local-node/start-local-node.ts'
 import { startServer } from './server.ts'
+import { log } from './tools/log.ts'
 import { logUnhandledRejections } from './tools/process-guards.ts'
 
 logUnhandledRejections('coordinator')
@@ -18,7 +19,7 @@ const config = configFromEnv()
 if (!config.modelMirror && existsSync(defaultMirror)) config.modelMirror = defaultMirror
 const server = await startServer(config)
 const db = server.core.database.dialect === 'sqlite' ? `SQLite in ${config.dataDir}` : 'PostgreSQL'
-console.log(
+log.info(
   `Meshwork coordinator listening on http://localhost:${server.port} (${db}, bus: ${server.core.bus.kind})`,
 )
 
@@ -41,12 +42,12 @@ if (config.localNode) {
           : null
       if (!line || said.get(name) === line) return
       said.set(name, line)
-      if (s.error_message) console.error(line)
-      else console.log(line)
+      if (s.error_message) log.error(line)
+      else log.info(line)
     })
-    console.log(`Local node ${localNode.nodeId} started (MESHWORK_LOCAL_NODE=0 turns it off)`)
+    log.info(`Local node ${localNode.nodeId} started (MESHWORK_LOCAL_NODE=0 turns it off)`)
   } catch (err) {
-    console.error('The local node could not start:', err)
+    log.error({ err }, 'The local node could not start')
   }
 }
 
@@ -58,7 +59,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     if (stopping) process.exit(1)
     stopping = true
     const drain = signal === 'SIGTERM' ? server.drain(config.drainMs ?? 30_000) : Promise.resolve()
-    drain
+    void drain
       .catch((err) => console.error('drain failed', err))
       .then(() => (localNode ? localNode.agent.stop().catch(() => {}) : undefined))
       .then(() => server.close())

@@ -32,6 +32,7 @@ import { createInferenceNetwork, type InferenceNetwork, type NetworkOptions } fr
 import { localNodeHome } from './local-node/start-local-node.ts'
 import { join } from 'node:path'
 import { background } from './tools/background.ts'
+import { log } from './tools/log.ts'
 
 export interface RunningServer {
   core: CoreApp
@@ -78,7 +79,7 @@ export async function startServer(config: Config, extras: ServerExtras = {}): Pr
     if (!collection) return
     if (collection.type === 'auth' && m.action !== 'create') core.auth.forget(m.row.id as string)
     hub.publish({ action: m.action, collection, row: m.row }).catch((err) => {
-      console.error('realtime delivery failed', err)
+      log.error({ err }, 'realtime delivery failed')
     })
   })
 
@@ -123,7 +124,7 @@ export async function startServer(config: Config, extras: ServerExtras = {}): Pr
       // Opening a stream reads Redis when scaled out: unreachable, the client gets a 503 it can
       // retry, and the process goes on.
       handleRealtimeStream(realtime, req, res, resolveOrigin(req).address).catch((err) => {
-        console.error('realtime stream failed:', err)
+        log.error({ err }, 'realtime stream failed')
         if (res.headersSent) return res.destroy()
         res.writeHead(503, { 'Content-Type': 'application/json' })
         res.end(JSON.stringify({ data: {}, message: 'Realtime is unavailable, try again.', status: 503 }))

@@ -23,7 +23,6 @@ describe.each(dialects)('[%s] end to end with llama.cpp', (dialect) => {
   let server: TestServer
   const agents: RunningAgent[] = []
   const agentsByNode = new Map<string, RunningAgent>()
-  let storiesOwner: PocketBase
   const homes: string[] = []
 
   beforeAll(async () => {
@@ -105,7 +104,6 @@ describe.each(dialects)('[%s] end to end with llama.cpp', (dialect) => {
 
   it('links, downloads, serves, streams a chat answer and pays the node owner', async () => {
     const owner = await signUp(server, 'host')
-    storiesOwner = owner
     await expect(link(owner, 'Refused box', 'deny')).rejects.toBeInstanceOf(LinkDeniedError)
 
     const { nodeId } = await agentFor(owner, 'Stories box')

@@ -428,7 +428,7 @@ describe.each(dialects)('[%s] OpenAI-compatible API and API keys', (dialect) => 
   })
 
   it('ends a stream with an error when its node goes away mid-answer, charging nothing', async () => {
-    const { owner, node } = await servingNode(server, stories)
+    const { node } = await servingNode(server, stories)
     node.script = 'hang'
     const pb = await signUp(server, 'stranded')
     const { key } = await newKey(pb)

@@ -33,8 +33,8 @@ describe.each(dialects)('realtime [%s]', (dialect) => {
     model = await modelId(server)
   })
   afterAll(async () => {
-    alice.realtime.unsubscribe()
-    bob.realtime.unsubscribe()
+    await alice.realtime.unsubscribe()
+    await bob.realtime.unsubscribe()
     await server.stop()
   })
 
@@ -81,8 +81,8 @@ describe.each(dialects)('realtime [%s]', (dialect) => {
     expect(owner.events.map((e) => e.record.title)).toEqual(['nomatch', 'match'])
     expect(filtered.events.map((e) => e.record.title)).toEqual(['match'])
     expect(snoop.events).toEqual([])
-    alice.realtime.unsubscribe()
-    bob.realtime.unsubscribe()
+    await alice.realtime.unsubscribe()
+    await bob.realtime.unsubscribe()
   })
 
   it('hides private fields of others records in events and checks relation rules on delete', async () => {
@@ -104,8 +104,8 @@ describe.each(dialects)('realtime [%s]', (dialect) => {
     // (a deleted, no longer serving entry is checked against the rule on its last state: serving)
     expect(other[0].action).toBe('update')
     expect(other[0].record).not.toHaveProperty('requested_download')
-    alice.realtime.unsubscribe()
-    bob.realtime.unsubscribe()
+    await alice.realtime.unsubscribe()
+    await bob.realtime.unsubscribe()
   })
 
   it('never lets a subscription filter probe private fields of others', async () => {
@@ -121,7 +121,7 @@ describe.each(dialects)('realtime [%s]', (dialect) => {
     expect(control.events).toHaveLength(1)
     expect(control.events[0].record).not.toHaveProperty('prompt')
     expect(probe.events).toEqual([])
-    bob.realtime.unsubscribe()
+    await bob.realtime.unsubscribe()
   })
 
   it('refuses subscriptions for unknown clients and identity changes on a stream', async () => {
@@ -160,7 +160,7 @@ describe.each(dialects)('realtime [%s]', (dialect) => {
     await pb.collection('conversations').create({ model, title: 'after restart' })
     await events.waitFor(1)
     expect(events.events[0]?.record.title).toBe('after restart')
-    pb.realtime.unsubscribe()
+    await pb.realtime.unsubscribe()
     await second.stop()
   }, 20_000)
 })

@@ -101,7 +101,7 @@ describe.runIf(redisUrl && databaseUrl)('two coordinators on PostgreSQL + Redis 
     const end = Date.now() + 3000
     while (got.length === 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 10))
     expect(got).toEqual(['crossed processes'])
-    reader.realtime.unsubscribe()
+    await reader.realtime.unsubscribe()
   })
 })
 

@@ -66,7 +66,7 @@ describe.each(dialects)('spec section 7 calls [%s]', (dialect) => {
     const end = Date.now() + 2000
     while (got.length === 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 10))
     expect(got).toEqual(['update:failed'])
-    pb.realtime.unsubscribe()
+    await pb.realtime.unsubscribe()
   })
 
   it('Config: page 1, size 1', async () => {

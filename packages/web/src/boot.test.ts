@@ -32,7 +32,7 @@ describe('boot.ts', () => {
   afterEach(() => {
     vi.unstubAllGlobals()
     for (const key of ['auth-refresh', `history:${conversation}`, 'conversations:u1', 'models'])
-      takeBoot(key)
+      void takeBoot(key)
   })
 
   it("asks for an open conversation's first screen, with the stored token, and preloads the chat's code (not markdown)", async () => {

@@ -54,7 +54,6 @@ export async function linkDevice(options: LinkDeviceOptions): Promise<LinkedDevi
       signal,
     })
 
-  let flow: StartFlowResponse
   const origin = new URL(server).origin
   let res: Response
   try {
@@ -79,7 +78,7 @@ export async function linkDevice(options: LinkDeviceOptions): Promise<LinkedDevi
       `${origin} is not a Meshwork server (its answer to /api/auth/start-flow is not a device link)`,
     )
   }
-  flow = parsed.data
+  const flow: StartFlowResponse = parsed.data
   options.onApproveUrl(flow.approve_url, flow)
 
   const now = options.now ?? Date.now

@@ -82,7 +82,7 @@ describe('teacher-forced scoring (reference nodes)', { timeout: 120_000 }, () =>
     expect(positions).toHaveLength(honest.tokens.length)
     const clear = positions.filter((p) => p.lead >= 1)
     expect(clear.length).toBeGreaterThan(positions.length / 2)
-    expect(clear.filter((p, i) => p.top !== tokens[positions.indexOf(p)]).length).toBe(0)
+    expect(clear.filter((p) => p.top !== tokens[positions.indexOf(p)]).length).toBe(0)
     const meanLogprob = positions.reduce((s, p) => s + p.logprob, 0) / positions.length
     expect(meanLogprob).toBeGreaterThan(-1)
   })

@@ -7,7 +7,6 @@ import {
   GenerationAbortedError,
   GenerationError,
   ModelLoadError,
-  type EngineModelRef,
   type GenerationOptions,
   type GenerationRequest,
   type GenerationResult,

@@ -5,6 +5,7 @@
 import type { Context } from 'hono'
 import { HTTPException } from 'hono/http-exception'
 import { ApiError } from '../tools/api-error.ts'
+import { log } from '../tools/log.ts'
 
 export function errorResponse(c: Context, err: ApiError) {
   if (err.retryAfterSeconds > 0) c.header('Retry-After', String(err.retryAfterSeconds))
@@ -18,10 +19,10 @@ export function onError(err: Error, c: Context) {
     return errorResponse(c, new ApiError(status, status === 413 ? 'Request entity too large.' : err.message || 'Something went wrong while processing your request.'))
   }
   if (isUnavailable(err)) {
-    console.error('Service unavailable on', c.req.method, c.req.path, err.message)
+    log.error({ method: c.req.method, path: c.req.path, err: err.message }, 'service unavailable')
     return errorResponse(c, new ApiError(503, 'The service is temporarily unavailable.'))
   }
-  console.error('Unhandled error on', c.req.method, c.req.path, err)
+  log.error({ method: c.req.method, path: c.req.path, err }, 'unhandled error')
   return errorResponse(c, new ApiError(500, 'Something went wrong while processing your request.'))
 }
 

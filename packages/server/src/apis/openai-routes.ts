@@ -20,6 +20,7 @@ import {
 } from '../core/openai/openai-error.ts'
 import { containsNul } from '../tools/nul.ts'
 import { jsonShapeError } from '../tools/json-shape.ts'
+import { log } from '../tools/log.ts'
 
 /** Bodies past this are refused: the context window holds about 32,000 characters. */
 const MAX_BODY_BYTES = 1024 * 1024
@@ -96,7 +97,7 @@ export function bindOpenAiRoutes(app: Hono, core: CoreApp, api: OpenAiApi) {
 function stopWhenGone(c: Context, api: OpenAiApi, requestId: string) {
   const signal = c.req.raw.signal
   const stop = () => {
-    api.stop(requestId).catch((err) => console.error('stopping an abandoned request failed', err))
+    api.stop(requestId).catch((err: unknown) => log.error({ err }, 'stopping an abandoned request failed'))
   }
   if (signal.aborted) stop()
   else signal.addEventListener('abort', stop, { once: true })
@@ -108,7 +109,7 @@ async function answer(c: Context, handler: () => Promise<Response>): Promise<Res
     return await handler()
   } catch (err) {
     if (err instanceof OpenAiError) return errorResponse(c, err)
-    console.error('Unhandled error on', c.req.method, c.req.path, err)
+    log.error({ method: c.req.method, path: c.req.path, err }, 'unhandled error')
     return errorResponse(c, serverError())
   }
 }

@@ -10,6 +10,7 @@ import { badRequest } from '../tools/api-error.ts'
 import { urlHasNul } from '../tools/nul.ts'
 import type { OriginResolver } from './client-origin.ts'
 import { onError, onNotFound } from './errors.ts'
+import { bindAccessLog } from './access-log.ts'
 import { checkUrlLimits, MAX_BODY_BYTES } from './input-limits.ts'
 import type { Metrics } from './metrics.ts'
 import { bindHealth } from './health.ts'
@@ -32,6 +33,7 @@ export function createRouter({ core, realtime, extra = [], metrics, resolveOrigi
   const app = new Hono()
   app.onError(onError)
   app.notFound(onNotFound)
+  bindAccessLog(app)
   if (resolveOrigin) {
     app.use('*', (c, next) => {
       c.set('resolveOrigin' as never, resolveOrigin as never)

@@ -9,10 +9,11 @@
  *   promise rejects) is logged and the others still run, and the caller (a write that has already
  *   committed) never sees the error.
  */
+import { log } from './log.ts'
 
 /** Lets `promise` run on; a rejection is logged as `<what> failed`. */
 export function background(promise: PromiseLike<unknown>, what: string): void {
-  Promise.resolve(promise).catch((err: unknown) => console.error(`${what} failed:`, err))
+  Promise.resolve(promise).catch((err: unknown) => log.error({ err }, `${what} failed`))
 }
 
 /** Calls each listener with `args`, each isolated from the others and from the caller. */
@@ -27,7 +28,7 @@ export function callEach<A extends unknown[]>(
       if (result && typeof (result as PromiseLike<unknown>).then === 'function')
         background(result as PromiseLike<unknown>, what)
     } catch (err) {
-      console.error(`${what} failed:`, err)
+      log.error({ err }, `${what} failed`)
     }
   }
 }
@@ -38,6 +39,6 @@ export function guarded(what: string, run: () => void): void {
   try {
     run()
   } catch (err) {
-    console.error(`${what} failed:`, err)
+    log.error({ err }, `${what} failed`)
   }
 }

@@ -7,6 +7,7 @@
  * the hold sweep at worst). A synchronous uncaught exception still ends the process (Node's
  * default): its state is unknown.
  */
+import { log } from './log.ts'
 
 let unhandled = 0
 
@@ -18,9 +19,9 @@ export function unhandledRejections(): number {
 export function logUnhandledRejections(label: string): void {
   process.on('unhandledRejection', (reason) => {
     unhandled++
-    console.error(
-      `${label}: UNHANDLED PROMISE REJECTION (a bug: every promise must be awaited or caught); the process goes on:`,
-      reason,
+    log.error(
+      { err: reason, label },
+      'UNHANDLED PROMISE REJECTION (a bug: every promise must be awaited or caught); the process goes on',
     )
   })
 }

@@ -76,7 +76,7 @@ type Message =
   | { type: 'gc' }
   | { type: 'seed'; user: string; conversation: string; model: string; count: number; text: string }
 
-process.on('message', async (message: Message) => {
+async function onMessage(message: Message) {
   switch (message.type) {
     case 'reset':
       tick()
@@ -122,6 +122,14 @@ process.on('message', async (message: Message) => {
       return process.send!({ type: 'seed' })
     }
   }
+}
+
+// A failed message ends the probe loudly rather than as an unhandled rejection.
+process.on('message', (message: Message) => {
+  onMessage(message).catch((err: unknown) => {
+    console.error(err)
+    process.exit(1)
+  })
 })
 
 process.send!({ type: 'ready', url: server.url })

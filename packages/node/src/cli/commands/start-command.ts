@@ -7,6 +7,7 @@ import { MissingCredentialsError, readCredentials } from '../../auth/credentials
 import { startAgent } from '../../agent/start-agent.ts'
 import { resolveNodeHome } from '../../node-home.ts'
 import { printAgentEvents } from '../utils/print-agent-events.ts'
+import { createAgentLog } from '../utils/agent-log.ts'
 
 interface StartArgs {
   server?: string
@@ -15,6 +16,7 @@ interface StartArgs {
   gpu: boolean
   upstream?: string
   'upstream-model'?: string
+  json: boolean
 }
 
 export const startCommand: CommandModule<object, StartArgs> = {
@@ -49,6 +51,11 @@ export const startCommand: CommandModule<object, StartArgs> = {
         describe: 'Serve through an OpenAI-compatible server at this URL instead of llama.cpp',
       })
       .option('upstream-model', { type: 'string', describe: 'Model name on the upstream server' })
+      .option('json', {
+        type: 'boolean',
+        default: false,
+        describe: 'Log one JSON object a line (level from MESHWORK_LOG_LEVEL)',
+      })
       .check((a) => {
         if (!Number.isInteger(a['max-jobs']) || a['max-jobs'] < 1) {
           throw new Error('--max-jobs must be a positive integer')
@@ -77,7 +84,7 @@ export const startCommand: CommandModule<object, StartArgs> = {
       gpu: args.gpu ? 'auto' : false,
       upstream: args.upstream ? { url: args.upstream, model: args['upstream-model'] } : undefined,
     })
-    printAgentEvents(agent, server, process.stdout)
+    printAgentEvents(agent, server, createAgentLog({ json: args.json }))
     // Listeners stay on until the agent has stopped: node-llama-cpp's dependencies use
     // signal-exit, which re-raises a signal nobody else listens to (the process would die
     // mid-shutdown, killed by its own SIGTERM). A second signal ends it at once.

@@ -3,16 +3,13 @@
  * Terminal rendering of a running agent's events (the library itself never prints). Lines name
  * the coordinator's URL and the models by their catalogue names, never by record ids.
  */
+import type { Logger } from 'pino'
 import type { RunningAgent } from '../../agent/start-agent.ts'
 
-/** Writes one line per notable event to `out`. */
-export function printAgentEvents(
-  agent: RunningAgent,
-  server: string,
-  out: NodeJS.WritableStream,
-): void {
+/** Logs one line per notable event (readable, or JSON with `--json`: agent-log.ts). */
+export function printAgentEvents(agent: RunningAgent, server: string, log: Logger): void {
   const { events } = agent
-  const line = (s: string) => out.write(`${new Date().toISOString()} ${s}\n`)
+  const line = (s: string, level: 'info' | 'warn' = 'info') => log[level](s)
   const origin = new URL(server).origin
   const name = (id: string) => agent.modelName(id) ?? `model ${id}`
   let told = false
@@ -33,6 +30,7 @@ export function printAgentEvents(
       cause
         ? `cannot connect to ${origin}: ${cause}${retry}`
         : `disconnected from ${origin} (${code})${retry}`,
+      'warn',
     )
   })
   const lastProgress = new Map<string, number>()
@@ -54,9 +52,9 @@ export function printAgentEvents(
     if (e.kind === 'started') line(`job ${e.jobId} started (${name(e.modelId)})`)
     else if (e.kind === 'done')
       line(`job ${e.jobId} done: ${e.tokensOutput} tokens in ${e.processingTimeMs} ms`)
-    else if (e.kind === 'failed') line(`job ${e.jobId} failed: ${e.error}`)
+    else if (e.kind === 'failed') line(`job ${e.jobId} failed: ${e.error}`, 'warn')
     else if (e.kind === 'cancelled') line(`job ${e.jobId} cancelled`)
     else line(`job ${e.jobId} rejected: ${e.reason}`)
   })
-  events.on('invalid_frame', (err) => line(`ignored a frame: ${err.message}`))
+  events.on('invalid_frame', (err) => line(`ignored a frame: ${err.message}`, 'warn'))
 }

@@ -229,13 +229,6 @@ const models: CollectionDef = {
   deleteRule: null,
 }
 
-const availableModelsQuery = `SELECT m.id AS id, m.name AS name, m.display_name AS display_name,
-  m.description AS description, m.credit_multiplier AS credit_multiplier, m.sort_order AS sort_order,
-  (SELECT COUNT(*) FROM node_models nm JOIN nodes n ON n.id = nm.node
-    WHERE nm.model = m.id AND nm.is_serving = 1 AND n.is_active = 1
-      AND n.status IN ('online', 'busy')) AS node_count
-  FROM models m WHERE m.is_active = 1`
-
 const availableModels: CollectionDef = {
   id: 'pbc_available_models',
   name: 'available_models',

@@ -34,10 +34,6 @@ export class InsufficientCreditsError extends Error {
   }
 }
 
-export function isCredit(type: TxType): boolean {
-  return txRule(type).sign > 0
-}
-
 /** Makes sure the user has a balance row (zeros) and returns it. */
 export async function ensureBalance(trx: Db, user: string) {
   const existing = await trx

@@ -9,7 +9,6 @@ import type { WebSocket } from 'ws'
 import {
   nodeToServerFrameSchema,
   type NodeToServerFrame,
-  type ServerToNodeFrame,
 } from '@meshwork/protocol'
 import type { CoreApp } from '../app.ts'
 import type { RecordBusMessage } from '../records/record-events.ts'
@@ -22,73 +21,22 @@ import { ApiError } from '../../tools/api-error.ts'
 import { NodeRelay } from './node-relay.ts'
 import { ModelPins } from '../models/model-pins.ts'
 import { guarded } from '../../tools/background.ts'
+import {
+  NodeSession,
+  type NodeHandle,
+  type RegistryListener,
+  type ScoreListener,
+} from './node-session.ts'
 
-export type JobFrame = Extract<NodeToServerFrame, { type: `job_${string}` }>
-export type ScoreFrame = Extract<NodeToServerFrame, { type: `score_${string}` }>
-
-/** Where reference nodes' scores go (verification/reference-scores.ts). */
-export interface ScoreListener {
-  onScoreFrame(nodeId: string, frame: ScoreFrame): void
-}
-
-/** What the scheduler needs of a node, wherever its socket lives. */
-export interface NodeHandle {
-  readonly nodeId: string
-  readonly open: boolean
-  readonly helloed: boolean
-  readonly freeSlots: number
-  /** Jobs this process's scheduler has given the node and not yet seen end. */
-  readonly jobs: Set<string>
-  /** Until then the node counts as full (it said so, e.g. while a cancelled job winds down). */
-  fullUntil: number
-  send(frame: ServerToNodeFrame): boolean
-}
-
-export interface RegistryListener {
-  onJobFrame(nodeId: string, frame: JobFrame): void
-  onNodeGone(nodeId: string): void
-  /** Capacity may have appeared (hello, freed slot, a model started serving). */
-  onCapacity(): void
-}
-
-export class NodeSession implements NodeHandle {
-  maxJobs = 1
-  busyJobs = 0
-  helloed = false
-  lastFrameAt = Date.now()
-  /** Jobs the scheduler has given this node and not yet seen end. */
-  readonly jobs = new Set<string>()
-  /** Jobs other coordinator processes have given this node through the relay. */
-  readonly relayedJobs = new Set<string>()
-  lastDesired = ''
-  chain: Promise<void> = Promise.resolve()
-  /** The backend class the node's hello reported. */
-  backend = 'unknown'
-  /** The node said it is shutting down: its jobs finish, it gets no new ones. */
-  draining = false
-
-  constructor(
-    readonly nodeId: string,
-    readonly ws: WebSocket,
-  ) {}
-
-  get open(): boolean {
-    return this.ws.readyState === 1
-  }
-
-  fullUntil = 0
-
-  get freeSlots(): number {
-    if (!this.helloed || !this.open || this.draining || Date.now() < this.fullUntil) return 0
-    return Math.max(0, this.maxJobs - this.jobs.size - this.relayedJobs.size)
-  }
-
-  send(frame: ServerToNodeFrame): boolean {
-    if (!this.open) return false
-    this.ws.send(JSON.stringify(frame))
-    return true
-  }
-}
+// The registry's users import these from here.
+export {
+  NodeSession,
+  type JobFrame,
+  type ScoreFrame,
+  type ScoreListener,
+  type NodeHandle,
+  type RegistryListener,
+} from './node-session.ts'
 
 const nodesCollection = () => requireCollection('nodes')
 const nodeModelsCollection = () => requireCollection('node_models')

@@ -12,7 +12,7 @@ import type { ServerToNodeFrame } from '@meshwork/protocol'
 import type { Bus } from '../../tools/bus/bus.ts'
 import { newRecordId } from '../../tools/ids.ts'
 import { background } from '../../tools/background.ts'
-import type { JobFrame, NodeHandle, NodeSession } from './node-registry.ts'
+import type { JobFrame, NodeHandle, NodeSession } from './node-session.ts'
 
 /** What the relay needs of the local registry. */
 export interface LocalNodes {

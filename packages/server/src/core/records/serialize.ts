@@ -78,9 +78,3 @@ export function decodeValue(field: FieldDef, value: unknown): unknown {
       return value === null || value === undefined ? '' : value
   }
 }
-
-export function sortKeys(obj: RecordJson): RecordJson {
-  const sorted: RecordJson = {}
-  for (const key of Object.keys(obj).sort()) sorted[key] = obj[key]
-  return sorted
-}

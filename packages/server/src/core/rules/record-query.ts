@@ -17,7 +17,7 @@ import { RecordSqlResolver } from './record-sql-resolver.ts'
 import { RecordValueResolver } from './record-value-resolver.ts'
 
 export { JoinSet } from './join-set.ts'
-export type { Dialect, QueryContext } from './query-context.ts'
+export type { QueryContext } from './query-context.ts'
 
 export interface CompileOptions {
   /** A caller-supplied filter or sort: no `@request.`/`@collection.`, hidden fields unknown,

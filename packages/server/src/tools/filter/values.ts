@@ -10,11 +10,6 @@ import type { Operator } from './lexer.ts'
 export type ValueKind = 'text' | 'number' | 'bool' | 'null'
 export type Scalar = string | number | null
 
-export interface TypedValue {
-  kind: ValueKind
-  value: Scalar
-}
-
 /** The kind both sides of a comparison are converted to. */
 export type CommonKind = 'text' | 'number'
 

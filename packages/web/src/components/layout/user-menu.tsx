@@ -62,7 +62,7 @@ export function UserMenu() {
             className={itemClass}
             onSelect={() => {
               logout()
-              navigate('/login')
+              void navigate('/login')
             }}
           >
             <LogOut className="h-4 w-4" aria-hidden /> Sign out

@@ -52,7 +52,7 @@ export default function LoginPage() {
     try {
       if (mode === 'signin') await login(email, password)
       else await register(email, password)
-      navigate(target, { replace: true })
+      void navigate(target, { replace: true })
     } catch (err) {
       setError(mode === 'signin' ? loginErrorText(err) : registerErrorText(err))
     } finally {

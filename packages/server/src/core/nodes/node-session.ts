@@ -1,0 +1,74 @@
+/**
+ * @module One connected node socket (NodeSession) and the shapes the scheduler and the relay use
+ * for any node, local or remote. Kept apart from node-registry.ts so that node-relay.ts can use
+ * them without importing the registry that imports it.
+ */
+import type { WebSocket } from 'ws'
+import type { NodeToServerFrame, ServerToNodeFrame } from '@meshwork/protocol'
+
+export type JobFrame = Extract<NodeToServerFrame, { type: `job_${string}` }>
+export type ScoreFrame = Extract<NodeToServerFrame, { type: `score_${string}` }>
+
+/** Where reference nodes' scores go (verification/reference-scores.ts). */
+export interface ScoreListener {
+  onScoreFrame(nodeId: string, frame: ScoreFrame): void
+}
+
+/** What the scheduler needs of a node, wherever its socket lives. */
+export interface NodeHandle {
+  readonly nodeId: string
+  readonly open: boolean
+  readonly helloed: boolean
+  readonly freeSlots: number
+  /** Jobs this process's scheduler has given the node and not yet seen end. */
+  readonly jobs: Set<string>
+  /** Until then the node counts as full (it said so, e.g. while a cancelled job winds down). */
+  fullUntil: number
+  send(frame: ServerToNodeFrame): boolean
+}
+
+export interface RegistryListener {
+  onJobFrame(nodeId: string, frame: JobFrame): void
+  onNodeGone(nodeId: string): void
+  /** Capacity may have appeared (hello, freed slot, a model started serving). */
+  onCapacity(): void
+}
+
+export class NodeSession implements NodeHandle {
+  maxJobs = 1
+  busyJobs = 0
+  helloed = false
+  lastFrameAt = Date.now()
+  /** Jobs the scheduler has given this node and not yet seen end. */
+  readonly jobs = new Set<string>()
+  /** Jobs other coordinator processes have given this node through the relay. */
+  readonly relayedJobs = new Set<string>()
+  lastDesired = ''
+  chain: Promise<void> = Promise.resolve()
+  /** The backend class the node's hello reported. */
+  backend = 'unknown'
+  /** The node said it is shutting down: its jobs finish, it gets no new ones. */
+  draining = false
+
+  constructor(
+    readonly nodeId: string,
+    readonly ws: WebSocket,
+  ) {}
+
+  get open(): boolean {
+    return this.ws.readyState === 1
+  }
+
+  fullUntil = 0
+
+  get freeSlots(): number {
+    if (!this.helloed || !this.open || this.draining || Date.now() < this.fullUntil) return 0
+    return Math.max(0, this.maxJobs - this.jobs.size - this.relayedJobs.size)
+  }
+
+  send(frame: ServerToNodeFrame): boolean {
+    if (!this.open) return false
+    this.ws.send(JSON.stringify(frame))
+    return true
+  }
+}

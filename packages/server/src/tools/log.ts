@@ -1,0 +1,54 @@
+/**
+ * @module The coordinator's log: pino, one JSON object a line in production (or whenever stdout is
+ * not a terminal), coloured lines in a terminal. `MESHWORK_LOG_LEVEL` (trace, debug, info, warn,
+ * error, fatal, silent; default info; the test configs set warn) and `MESHWORK_LOG_FORMAT` (json | pretty)
+ * override. A line written while an HTTP request is being handled carries that request's id
+ * (`reqId`, the `X-Request-Id` the response carries too), wherever in the code it is written.
+ */
+import { AsyncLocalStorage } from 'node:async_hooks'
+import { pino, type DestinationStream, type Logger } from 'pino'
+import pretty from 'pino-pretty'
+
+const requestScope = new AsyncLocalStorage<string>()
+
+/** Runs `work` with `id` as the request id of every line it logs (async continuations too). */
+export function withRequestId<T>(id: string, work: () => T): T {
+  return requestScope.run(id, work)
+}
+
+export interface LogOptions {
+  level?: string
+  format?: 'json' | 'pretty'
+  /** Where lines go (tests); stdout by default. */
+  destination?: DestinationStream
+}
+
+const levels = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']
+
+export function createLogger(options: LogOptions = {}): Logger {
+  const env = process.env
+  const asked = options.level ?? env.MESHWORK_LOG_LEVEL
+  const level = asked && levels.includes(asked) ? asked : 'info'
+  const format =
+    options.format ??
+    (env.MESHWORK_LOG_FORMAT === 'json' || env.MESHWORK_LOG_FORMAT === 'pretty'
+      ? env.MESHWORK_LOG_FORMAT
+      : env.NODE_ENV !== 'production' && process.stdout.isTTY
+        ? 'pretty'
+        : 'json')
+  const base = {
+    level,
+    base: { pid: process.pid },
+    mixin: () => {
+      const reqId = requestScope.getStore()
+      return reqId ? { reqId } : {}
+    },
+  }
+  const destination =
+    options.destination ??
+    (format === 'pretty' ? pretty({ colorize: true, sync: true, ignore: 'pid,hostname' }) : undefined)
+  return destination ? pino(base, destination) : pino(base)
+}
+
+/** The process's log. */
+export const log: Logger = createLogger()

@@ -1,0 +1,1 @@
+export const high = 1

@@ -1,0 +1,3 @@
+// Planted violations: one feature importing another, and a cycle.
+import { b } from '../nodes/b.ts'
+export const a = () => b()

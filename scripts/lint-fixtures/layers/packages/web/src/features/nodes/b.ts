@@ -1,0 +1,2 @@
+import { a } from '../chat/a.ts'
+export const b = () => a

@@ -1,0 +1,1 @@
+export const planted = {a:1,"b":2};
