@@ -1,6 +1,6 @@
 /**
  * @module PocketBase's realtime transport: GET /api/realtime opens a server-sent events stream
- * (served straight on Node's response object, flushed per message), POST /api/realtime sets the
+ * (served straight on Node's response object; the messages of one tick are written together), POST /api/realtime sets the
  * client's subscriptions.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
@@ -29,14 +29,24 @@ export async function handleRealtimeStream(
   let idle: NodeJS.Timeout | undefined
   const close = () => res.end()
   const resetIdle = () => {
-    clearTimeout(idle)
-    idle = setTimeout(close, idleMs)
+    // refresh() re-arms the same timer: far cheaper than clear + set once per event.
+    if (idle) idle.refresh()
+    else idle = setTimeout(close, idleMs)
   }
   let id = ''
+  // Events of one tick go out in one write (one chunk, one socket write) per stream, in order.
+  let pending = ''
+  const flush = () => {
+    const data = pending
+    pending = ''
+    if (!data || res.writableEnded || res.destroyed) return
+    res.write(data)
+    resetIdle()
+  }
   const client = await realtime.open(address, (event, data) => {
     if (!id || event.includes('\n') || event.includes('\r')) return
-    res.write(frame(id, event, data))
-    resetIdle()
+    if (!pending) setImmediate(flush)
+    pending += frame(id, event, data)
   })
   if (!client) {
     const error = {
