@@ -60,7 +60,7 @@ describe('Stop during a streamed answer', () => {
   const log = () => page.getByRole('log', { name: 'Messages' })
   const stopButton = () => page.getByRole('button', { name: 'Stop generating' })
   const sidebar = () => page.getByRole('complementary', { name: 'Conversations' })
-  const closeSidebar = async (p: Page) => {
+  const closeSidebar = async () => {
     const close = sidebar().getByRole('button', { name: 'Close sidebar' })
     if (await close.isVisible()) await close.click()
   }

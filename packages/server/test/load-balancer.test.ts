@@ -9,7 +9,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type PocketBase from 'pocketbase'
-import { Cluster, poll, type AgentProcess, type Coordinator } from './support/cluster.ts'
+import { Cluster, poll, type AgentProcess } from './support/cluster.ts'
 import { openStream, postSubscriptions } from './support/sse.ts'
 
 const databaseUrl = process.env.TEST_DATABASE_URL
@@ -61,9 +61,6 @@ describe.runIf(databaseUrl && redisUrl)('three coordinators behind nginx [postgr
     expect(inv.badHolds).toEqual([])
     expect(inv.audit).toBeNull()
   }
-  /** A coordinator other than those given. */
-  const other = (...not: Array<Coordinator | undefined>) =>
-    cluster.coordinators.find((c) => c.running && !not.includes(c))!
 
   it('answers several users\' requests through the balancer, each paid once', async () => {
     const ids = await Promise.all(users.flatMap((pb, i) => [send(pb, `hello ${i}`), send(pb, `again ${i}`)]))

@@ -9,16 +9,8 @@
  */
 import { log } from './log.ts'
 
-let unhandled = 0
-
-/** Unhandled rejections seen by this process (tests and metrics). */
-export function unhandledRejections(): number {
-  return unhandled
-}
-
 export function logUnhandledRejections(label: string): void {
   process.on('unhandledRejection', (reason) => {
-    unhandled++
     log.error(
       { err: reason, label },
       'UNHANDLED PROMISE REJECTION (a bug: every promise must be awaited or caught); the process goes on',

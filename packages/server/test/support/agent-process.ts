@@ -51,5 +51,8 @@ let stopping = false
 process.on('SIGTERM', () => {
   if (stopping) return
   stopping = true
-  agent.drain(Number(process.env.MESHWORK_NODE_DRAIN_SECONDS ?? 30) * 1000).finally(() => process.exit(0))
+  agent
+    .drain(Number(process.env.MESHWORK_NODE_DRAIN_SECONDS ?? 30) * 1000)
+    .catch((err: unknown) => console.error('drain failed:', err))
+    .finally(() => process.exit(0))
 })

@@ -81,9 +81,6 @@ export const streamThenWait =
     node.chunk(job, text)
   }
 
-/** Never accepts: the offer just sits there. */
-export const ignoreOffers: Behaviour = async () => {}
-
 /**
  * A hostile node linked by `owner` (a new account when absent) and serving `modelId`. Verified
  * unless `probation` (the worst case for money: a node that has passed its canaries is paid at

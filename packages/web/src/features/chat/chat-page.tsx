@@ -164,11 +164,9 @@ export default function ChatPage() {
         creating={create.isPending || !selectedModel}
         onSelect={select}
         onNew={newChat}
-        onRename={(id, title) => update.mutate({ id, title })}
-        onDelete={(id) =>
-          remove.mutate(id, { onSuccess: () => id === conversationId && select(null) })
-        }
-        onClose={() => setSidebarOpen(false)}
+        onRename={rename}
+        onDelete={deleteConversation}
+        onClose={closeSidebar}
       />
       <section className="flex min-w-0 flex-1 flex-col" aria-label="Chat">
         <ChatHeader
