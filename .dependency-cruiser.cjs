@@ -21,7 +21,8 @@ module.exports = {
     {
       name: 'server-tools-is-a-leaf',
       severity: 'error',
-      comment: 'tools/ has no domain knowledge: it imports node, third-party code and other tools only.',
+      comment:
+        'tools/ has no domain knowledge: it imports node, third-party code and other tools only.',
       from: { path: `${server}tools/` },
       to: { path: `${server}(db|core|apis)/|${mainLevel}` },
     },
@@ -49,7 +50,8 @@ module.exports = {
     {
       name: 'no-server-internals-from-other-packages',
       severity: 'error',
-      comment: 'Other packages talk to the coordinator over the wire (types from packages/protocol).',
+      comment:
+        'Other packages talk to the coordinator over the wire (types from packages/protocol).',
       from: { path: '^packages/(protocol|web|node)/' },
       to: { path: '^packages/server/' },
     },
@@ -69,7 +71,8 @@ module.exports = {
     {
       name: 'web-shared-below-features',
       severity: 'error',
-      comment: 'lib/hooks/components/context are shared by features and must not reach up into them.',
+      comment:
+        'lib/hooks/components/context are shared by features and must not reach up into them.',
       from: { path: '^packages/web/src/(lib|hooks|components|context)/' },
       to: { path: '^packages/web/src/(features|routes)/' },
     },

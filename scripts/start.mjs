@@ -21,7 +21,10 @@ function newestMtime(dir) {
 const stale = !existsSync(dist) || newestMtime(join(web, 'src')) > statSync(dist).mtimeMs
 if (stale && existsSync(join(web, 'src'))) {
   console.log('Building the web app...')
-  const build = spawnSync('npm', ['run', 'build', '-w', '@meshwork/web'], { cwd: root, stdio: 'inherit' })
+  const build = spawnSync('npm', ['run', 'build', '-w', '@meshwork/web'], {
+    cwd: root,
+    stdio: 'inherit',
+  })
   if (build.status !== 0) process.exit(build.status ?? 1)
 }
 
@@ -44,12 +47,17 @@ if (agentNewest > agentBuilt) {
     stdio: 'inherit',
   })
   // Not fatal: the coordinator runs without it and its download route says what is missing.
-  if (pack.status !== 0) console.error('Could not pack the node agent; /downloads/meshwork-node.tgz is unavailable.')
+  if (pack.status !== 0)
+    console.error('Could not pack the node agent; /downloads/meshwork-node.tgz is unavailable.')
 }
 
-const server = spawn(process.execPath, ['--import', 'tsx', join(root, 'packages/server/src/main.ts')], {
-  cwd: root,
-  stdio: 'inherit',
-})
+const server = spawn(
+  process.execPath,
+  ['--import', 'tsx', join(root, 'packages/server/src/main.ts')],
+  {
+    cwd: root,
+    stdio: 'inherit',
+  },
+)
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => server.kill(signal))
 server.on('exit', (code) => process.exit(code ?? 0))

@@ -18,7 +18,8 @@ const db =
 function testFiles(dir) {
   const out = []
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    if (entry.name === 'node_modules' || entry.name === 'dist' || entry.name.startsWith('.')) continue
+    if (entry.name === 'node_modules' || entry.name === 'dist' || entry.name.startsWith('.'))
+      continue
     const path = join(dir, entry.name)
     if (entry.isDirectory()) out.push(...testFiles(path))
     else if (/\.test\.tsx?$/.test(entry.name)) out.push(relative(root, path))
@@ -51,5 +52,8 @@ if (list) {
   console.log(files.join('\n'))
   process.exit(0)
 }
-const run = spawnSync('npx', ['vitest', 'run', ...files, ...args.slice(1)], { cwd: root, stdio: 'inherit' })
+const run = spawnSync('npx', ['vitest', 'run', ...files, ...args.slice(1)], {
+  cwd: root,
+  stdio: 'inherit',
+})
 process.exit(run.status ?? 1)

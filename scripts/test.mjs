@@ -8,7 +8,14 @@ import { join } from 'node:path'
 const root = new URL('..', import.meta.url).pathname
 const run = (cmd, args, opts = {}) => spawnSync(cmd, args, { cwd: root, stdio: 'inherit', ...opts })
 
-for (const dir of ['packages/protocol', 'packages/server', 'packages/node', 'packages/web', 'e2e', 'bench']) {
+for (const dir of [
+  'packages/protocol',
+  'packages/server',
+  'packages/node',
+  'packages/web',
+  'e2e',
+  'bench',
+]) {
   if (!existsSync(join(root, dir, 'tsconfig.json'))) continue
   console.log(`typecheck: ${dir}`)
   const tsc = run('npx', ['tsc', '-p', dir])
@@ -17,12 +24,21 @@ for (const dir of ['packages/protocol', 'packages/server', 'packages/node', 'pac
 
 mkdirSync(join(root, '.test-results'), { recursive: true })
 const report = join(root, '.test-results/vitest.json')
-const args = ['vitest', 'run', '--reporter=default', '--reporter=json', `--outputFile.json=${report}`, ...process.argv.slice(2)]
+const args = [
+  'vitest',
+  'run',
+  '--reporter=default',
+  '--reporter=json',
+  `--outputFile.json=${report}`,
+  ...process.argv.slice(2),
+]
 const vitest = run('npx', args)
 
 if (existsSync(report)) {
   const result = JSON.parse(readFileSync(report, 'utf8'))
   const skipped = (result.numPendingTests ?? 0) + (result.numTodoTests ?? 0)
-  console.log(`\n${result.numPassedTests} passed, ${result.numFailedTests} failed${skipped ? `, ${skipped} skipped` : ''}`)
+  console.log(
+    `\n${result.numPassedTests} passed, ${result.numFailedTests} failed${skipped ? `, ${skipped} skipped` : ''}`,
+  )
 }
 process.exit(vitest.status ?? 1)

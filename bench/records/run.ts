@@ -25,11 +25,18 @@ async function api(url: string, path: string, body?: unknown, token?: string) {
 }
 
 function load(opts: autocannon.Options): Promise<autocannon.Result> {
-  return new Promise((resolve, reject) => autocannon(opts, (err, result) => (err ? reject(err) : resolve(result))))
+  return new Promise((resolve, reject) =>
+    autocannon(opts, (err, result) => (err ? reject(err) : resolve(result))),
+  )
 }
 
 /** Opens one SSE connection and subscribes it; resolves with a function that stops it. */
-function subscribe(url: string, token: string, topic: string, onEvent: (data: string, at: number) => void) {
+function subscribe(
+  url: string,
+  token: string,
+  topic: string,
+  onEvent: (data: string, at: number) => void,
+) {
   return new Promise<() => void>((resolve, reject) => {
     const req = request(url + '/api/realtime', { agent: false }, (res) => {
       let buffer = ''
@@ -61,18 +68,33 @@ function subscribe(url: string, token: string, topic: string, onEvent: (data: st
 
 async function main() {
   // 1,000 streams of one user from one address: the realtime limits would refuse most of them.
-  const server = await startCoordinator(18090, { MESHWORK_REALTIME_MAX_STREAMS_PER_ADDRESS: '0', MESHWORK_REALTIME_MAX_STREAMS_PER_USER: '0' })
+  const server = await startCoordinator(18090, {
+    MESHWORK_REALTIME_MAX_STREAMS_PER_ADDRESS: '0',
+    MESHWORK_REALTIME_MAX_STREAMS_PER_USER: '0',
+  })
   const { url } = server
   try {
     const email = `bench${Date.now()}@example.com`
-    await api(url, '/api/collections/users/records', { email, password: 'password123', passwordConfirm: 'password123' })
-    const auth = await api(url, '/api/collections/users/auth-with-password', { identity: email, password: 'password123' })
+    await api(url, '/api/collections/users/records', {
+      email,
+      password: 'password123',
+      passwordConfirm: 'password123',
+    })
+    const auth = await api(url, '/api/collections/users/auth-with-password', {
+      identity: email,
+      password: 'password123',
+    })
     const token: string = auth.token
     const userId: string = auth.record.id
     const models = await api(url, '/api/collections/models/records', undefined, token)
     const model: string = models.items[0].id
     for (let i = 0; i < 2000; i++) {
-      await api(url, '/api/collections/conversations/records', { model, title: `Chat ${i % 2 ? 'about stories' : 'misc'} ${i}` }, token)
+      await api(
+        url,
+        '/api/collections/conversations/records',
+        { model, title: `Chat ${i % 2 ? 'about stories' : 'misc'} ${i}` },
+        token,
+      )
     }
     // The web app's conversation sidebar, exactly as it asks (packages/web/src/features/chat/chat-api.ts):
     // the user's conversations, newest activity first, 50 a page, no totals. Page 2, so the page
@@ -93,15 +115,27 @@ async function main() {
     // All list runs first, on the fixed 2,000-row data set: the create runs add rows.
     for (let r = 0; r < runs; r++) {
       const cpu = cpuSeconds(pid)
-      const list = await load({ url: url + listPath, connections: 20, duration, headers: { Authorization: token } })
+      const list = await load({
+        url: url + listPath,
+        connections: 20,
+        duration,
+        headers: { Authorization: token },
+      })
       if (list.non2xx) throw new Error(`list: ${list.non2xx} non-2xx responses`)
       listRps.push(list.requests.average)
       listPerCpu.push(list.requests.total / (cpuSeconds(pid) - cpu))
-      console.log(`  list run ${r + 1}: ${Math.round(listRps[r])} req/s (${Math.round(listPerCpu[r])}/CPU-s)`)
+      console.log(
+        `  list run ${r + 1}: ${Math.round(listRps[r])} req/s (${Math.round(listPerCpu[r])}/CPU-s)`,
+      )
     }
     const countedRps: number[] = []
     for (let r = 0; r < runs; r++) {
-      const counted = await load({ url: url + countedPath, connections: 20, duration, headers: { Authorization: token } })
+      const counted = await load({
+        url: url + countedPath,
+        connections: 20,
+        duration,
+        headers: { Authorization: token },
+      })
       if (counted.non2xx) throw new Error(`counted list: ${counted.non2xx} non-2xx responses`)
       countedRps.push(counted.requests.average)
       console.log(`  list with totals run ${r + 1}: ${Math.round(countedRps[r])} req/s`)
@@ -119,7 +153,9 @@ async function main() {
       if (create.non2xx) throw new Error(`create: ${create.non2xx} non-2xx responses`)
       createRps.push(create.requests.average)
       createPerCpu.push(create.requests.total / (cpuSeconds(pid) - cpu))
-      console.log(`  create run ${r + 1}: ${Math.round(createRps[r])} req/s (${Math.round(createPerCpu[r])}/CPU-s)`)
+      console.log(
+        `  create run ${r + 1}: ${Math.round(createRps[r])} req/s (${Math.round(createPerCpu[r])}/CPU-s)`,
+      )
     }
 
     // Realtime: N subscribers on conversations/*; each created record must reach all of them.
@@ -149,19 +185,34 @@ async function main() {
       await new Promise((r) => setTimeout(r, 20))
     }
     const deadline = Date.now() + 15_000
-    while (delivered < events * subscribers && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
+    while (delivered < events * subscribers && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 50))
     const elapsed = (performance.now() - started) / 1000
     stops.forEach((stop) => stop())
 
     const fmt = (n: number) => Math.round(n).toLocaleString('en-US')
     console.log(`bench/records on SQLite (${runs} runs x ${duration}s, 20 connections; medians)`)
-    console.log(`  list (filtered, sorted, 50 items): ${fmt(median(listRps))} req/s   runs: ${listRps.map(fmt).join(', ')}   (goal >= 3,000)`)
-    console.log(`  same list with totals (COUNT):     ${fmt(median(countedRps))} req/s   runs: ${countedRps.map(fmt).join(', ')}`)
-    console.log(`  create (conversation):             ${fmt(median(createRps))} req/s   runs: ${createRps.map(fmt).join(', ')}`)
-    console.log(`  per CPU-second of the coordinator process (robust to other load on the machine):`)
-    console.log(`    list ${fmt(median(listPerCpu))} req/CPU-s, create ${fmt(median(createPerCpu))} req/CPU-s`)
-    console.log(`  realtime: ${subscribers} subscribers x ${events} events: delivered ${delivered} of ${events * subscribers}`)
-    console.log(`    ${fmt(delivered / elapsed)} events/s delivered; latency p50 ${median(latencies).toFixed(1)} ms, p99 ${percentile(latencies, 99).toFixed(1)} ms`)
+    console.log(
+      `  list (filtered, sorted, 50 items): ${fmt(median(listRps))} req/s   runs: ${listRps.map(fmt).join(', ')}   (goal >= 3,000)`,
+    )
+    console.log(
+      `  same list with totals (COUNT):     ${fmt(median(countedRps))} req/s   runs: ${countedRps.map(fmt).join(', ')}`,
+    )
+    console.log(
+      `  create (conversation):             ${fmt(median(createRps))} req/s   runs: ${createRps.map(fmt).join(', ')}`,
+    )
+    console.log(
+      `  per CPU-second of the coordinator process (robust to other load on the machine):`,
+    )
+    console.log(
+      `    list ${fmt(median(listPerCpu))} req/CPU-s, create ${fmt(median(createPerCpu))} req/CPU-s`,
+    )
+    console.log(
+      `  realtime: ${subscribers} subscribers x ${events} events: delivered ${delivered} of ${events * subscribers}`,
+    )
+    console.log(
+      `    ${fmt(delivered / elapsed)} events/s delivered; latency p50 ${median(latencies).toFixed(1)} ms, p99 ${percentile(latencies, 99).toFixed(1)} ms`,
+    )
   } finally {
     await server.stop()
   }

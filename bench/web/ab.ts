@@ -86,7 +86,11 @@ try {
     console.log(
       `${s.name} (${s === sides[0] ? distA : distB}): wall median ${median(s.wall).toFixed(0)} ms (min ${Math.min(...s.wall).toFixed(0)}), main-thread CPU median ${median(s.cpu).toFixed(0)} ms, ${runs} loads`,
     )
-  console.log(`load average at the end: ${loadavg().map((l) => l.toFixed(2)).join(', ')}`)
+  console.log(
+    `load average at the end: ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(', ')}`,
+  )
 } finally {
   await browser.close()
   for (const s of sides) await s.server.stop()

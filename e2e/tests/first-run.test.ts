@@ -82,7 +82,12 @@ describe('first run from a fresh clone, offline', () => {
     start = spawn('npm', ['start'], {
       cwd: clone,
       detached: true,
-      env: { ...process.env, PORT: String(port), MESHWORK_DATA_DIR: './data', MESHWORK_LOG_LEVEL: 'info' },
+      env: {
+        ...process.env,
+        PORT: String(port),
+        MESHWORK_DATA_DIR: './data',
+        MESHWORK_LOG_LEVEL: 'info',
+      },
     })
     for (const stream of [start.stdout!, start.stderr!]) {
       stream.setEncoding('utf8')

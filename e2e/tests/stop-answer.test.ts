@@ -8,7 +8,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Browser, Page } from 'playwright-core'
-import { holdingEngine, type HoldingControl } from '../../packages/server/test/support/holding-engine.ts'
+import {
+  holdingEngine,
+  type HoldingControl,
+} from '../../packages/server/test/support/holding-engine.ts'
 import { launchBrowser } from '../harness/browser.ts'
 import { captureAll, DESKTOP } from '../harness/capture.ts'
 import {

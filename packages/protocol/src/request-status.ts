@@ -11,10 +11,19 @@
  * `cancelled`: stopped by its owner (or its `/v1` client going away, or its conversation deleted);
  * it keeps the text produced so far and was charged for it.
  */
-export const REQUEST_STATUSES = ['pending', 'processing', 'completed', 'failed', 'cancelled'] as const
+export const REQUEST_STATUSES = [
+  'pending',
+  'processing',
+  'completed',
+  'failed',
+  'cancelled',
+] as const
 export type RequestStatus = (typeof REQUEST_STATUSES)[number]
 
-export const OPEN_REQUEST_STATUSES = ['pending', 'processing'] as const satisfies readonly RequestStatus[]
+export const OPEN_REQUEST_STATUSES = [
+  'pending',
+  'processing',
+] as const satisfies readonly RequestStatus[]
 
 /** Whether a request has ended (completed, failed or cancelled): nothing more will change it. */
 export function isEndedRequestStatus(status: string): boolean {

@@ -9,17 +9,28 @@ const envSchema = z.object({
   HOST: z.string().default('0.0.0.0'),
   MESHWORK_DATA_DIR: z.string().default('./data'),
   DATABASE_URL: z.string().optional(),
-  MESHWORK_DATABASE_SCHEMA: z.string().regex(/^([a-z_][a-z0-9_]*)?$/).optional(),
+  MESHWORK_DATABASE_SCHEMA: z
+    .string()
+    .regex(/^([a-z_][a-z0-9_]*)?$/)
+    .optional(),
   REDIS_URL: z.string().optional(),
-  MESHWORK_REDIS_PREFIX: z.string().regex(/^[A-Za-z0-9_.:-]{1,64}$/).default('meshwork'),
+  MESHWORK_REDIS_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_.:-]{1,64}$/)
+    .default('meshwork'),
   MESHWORK_SECRET: z.string().min(32).optional(),
   // Credits are exact thousandths (see core/ledger/credits.ts).
   MESHWORK_INITIAL_CREDITS: z.coerce
     .number()
     .min(0)
-    .refine((v) => Number.isSafeInteger(Math.round(v * 1000)) && Math.abs(v * 1000 - Math.round(v * 1000)) < 1e-6, {
-      message: 'at most 3 decimal places',
-    })
+    .refine(
+      (v) =>
+        Number.isSafeInteger(Math.round(v * 1000)) &&
+        Math.abs(v * 1000 - Math.round(v * 1000)) < 1e-6,
+      {
+        message: 'at most 3 decimal places',
+      },
+    )
     .default(1000),
   MESHWORK_TOKEN_TTL: z.coerce.number().int().min(60).default(432_000),
   MESHWORK_LOCAL_NODE: z.string().default('1'),
@@ -84,7 +95,11 @@ export interface Config {
   metricsToken?: string
   /** Realtime limits (0: none); absent ones take the defaults (200 subscriptions per stream, 20
    * streams per user, 100 per address). */
-  realtimeLimits?: { subscriptionsPerClient?: number; connectionsPerUser?: number; connectionsPerAddress?: number }
+  realtimeLimits?: {
+    subscriptionsPerClient?: number
+    connectionsPerUser?: number
+    connectionsPerAddress?: number
+  }
   /** `/v1` calls one API key may make per minute; 0 or absent: no limit (environment default 60). */
   apiKeyRateLimit?: number
   /** `/v1` calls one user may make per minute, all keys together; 0 or absent: no limit (120). */

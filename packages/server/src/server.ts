@@ -28,7 +28,11 @@ import { createMetrics } from './apis/metrics.ts'
 import { bindApiKeyRoutes } from './apis/api-key-routes.ts'
 import { bindOpenAiRoutes } from './apis/openai-routes.ts'
 import { OpenAiApi } from './core/openai/completions.ts'
-import { createInferenceNetwork, type InferenceNetwork, type NetworkOptions } from './core/network/inference-network.ts'
+import {
+  createInferenceNetwork,
+  type InferenceNetwork,
+  type NetworkOptions,
+} from './core/network/inference-network.ts'
 import { localNodeHome } from './local-node/start-local-node.ts'
 import { join } from 'node:path'
 import { background } from './tools/background.ts'
@@ -61,16 +65,25 @@ export interface ServerExtras {
 
 const defaultWebDist = fileURLToPath(new URL('../../web/dist', import.meta.url))
 
-export async function startServer(config: Config, extras: ServerExtras = {}): Promise<RunningServer> {
+export async function startServer(
+  config: Config,
+  extras: ServerExtras = {},
+): Promise<RunningServer> {
   const core = await createCore(config)
   const hub = new RealtimeHub(core.database)
-  const directory = core.redis ? new RedisDirectory(core.redis, core.processId) : new MemoryDirectory(core.processId)
+  const directory = core.redis
+    ? new RedisDirectory(core.redis, core.processId)
+    : new MemoryDirectory(core.processId)
   const limits = { ...defaultRealtimeLimits, ...config.realtimeLimits }
   const realtime = new RealtimeService(hub, core.auth, core.bus, directory, core.processId, limits)
 
   // Record events travel over the bus so that, scaled out, every process's subscribers get them.
   core.events.on((change) => {
-    const message: RecordBusMessage = { action: change.action, collection: change.collection.name, row: change.row }
+    const message: RecordBusMessage = {
+      action: change.action,
+      collection: change.collection.name,
+      row: change.row,
+    }
     core.bus.publish('records', message)
   })
   core.bus.subscribe('records', (message) => {
@@ -90,7 +103,9 @@ export async function startServer(config: Config, extras: ServerExtras = {}): Pr
     ...extras.network,
   })
   const openai = new OpenAiApi(core, network.chat, network.scheduler)
-  const metrics = config.metricsToken ? createMetrics(config.metricsToken, { core, hub, network }) : undefined
+  const metrics = config.metricsToken
+    ? createMetrics(config.metricsToken, { core, hub, network })
+    : undefined
   const resolveOrigin = createOriginResolver(config)
   const app = createRouter({
     core,
@@ -127,7 +142,9 @@ export async function startServer(config: Config, extras: ServerExtras = {}): Pr
         log.error({ err }, 'realtime stream failed')
         if (res.headersSent) return res.destroy()
         res.writeHead(503, { 'Content-Type': 'application/json' })
-        res.end(JSON.stringify({ data: {}, message: 'Realtime is unavailable, try again.', status: 503 }))
+        res.end(
+          JSON.stringify({ data: {}, message: 'Realtime is unavailable, try again.', status: 503 }),
+        )
       })
       return
     }

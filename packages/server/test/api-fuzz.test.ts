@@ -62,11 +62,39 @@ const hostile = fc.constantFrom(
   "id = '' || 1=1 --",
   'user.email ~ "%"',
 )
-const text = fc.oneof(hostile, fc.string({ maxLength: 40 }), fc.array(hostile, { maxLength: 6 }).map((p) => p.join(' ')))
+const text = fc.oneof(
+  hostile,
+  fc.string({ maxLength: 40 }),
+  fc.array(hostile, { maxLength: 6 }).map((p) => p.join(' ')),
+)
 const json = fc.jsonValue({ maxDepth: 3 })
-const field = fc.constantFrom('id', 'title', 'model', 'user', 'email', 'password', 'passwordConfirm', 'name', 'balance',
-  'amount', 'is_active', 'requested_serving', 'status', 'prompt', 'conversation', 'temperature', 'device_name',
-  'state_token', 'device_secret', 'request_id', 'clientId', 'subscriptions', 'identity', 'emailVisibility', 'verified')
+const field = fc.constantFrom(
+  'id',
+  'title',
+  'model',
+  'user',
+  'email',
+  'password',
+  'passwordConfirm',
+  'name',
+  'balance',
+  'amount',
+  'is_active',
+  'requested_serving',
+  'status',
+  'prompt',
+  'conversation',
+  'temperature',
+  'device_name',
+  'state_token',
+  'device_secret',
+  'request_id',
+  'clientId',
+  'subscriptions',
+  'identity',
+  'emailVisibility',
+  'verified',
+)
 const body = fc.oneof(
   fc.dictionary(field, fc.oneof(json, text), { maxKeys: 6 }).map((o) => JSON.stringify(o)),
   json.map((v) => JSON.stringify(v)),
@@ -102,7 +130,9 @@ describe.each(dialects)('the API under random requests [%s]', (dialect) => {
       method: fc.constantFrom('GET', 'POST', 'PATCH', 'DELETE', 'PUT'),
       path: fc.oneof(
         fc.constantFrom(...collections).map((c) => `/api/collections/${c}/records`),
-        fc.tuple(fc.constantFrom(...collections), id()).map(([c, i]) => `/api/collections/${c}/records/${encodeURIComponent(i)}`),
+        fc
+          .tuple(fc.constantFrom(...collections), id())
+          .map(([c, i]) => `/api/collections/${c}/records/${encodeURIComponent(i)}`),
         fc.constantFrom(
           '/api/collections/users/auth-refresh',
           '/api/collections/users/auth-methods',
@@ -117,9 +147,29 @@ describe.each(dialects)('the API under random requests [%s]', (dialect) => {
         ),
         id().map((i) => `/api/models/${encodeURIComponent(i)}/download`),
       ),
-      query: fc.array(fc.tuple(fc.constantFrom('page', 'perPage', 'sort', 'filter', 'expand', 'fields', 'skipTotal', 'x'), text), { maxLength: 4 }),
+      query: fc.array(
+        fc.tuple(
+          fc.constantFrom(
+            'page',
+            'perPage',
+            'sort',
+            'filter',
+            'expand',
+            'fields',
+            'skipTotal',
+            'x',
+          ),
+          text,
+        ),
+        { maxLength: 4 },
+      ),
       body: fc.option(body, { nil: null }),
-      contentType: fc.constantFrom('application/json', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x'),
+      contentType: fc.constantFrom(
+        'application/json',
+        'text/plain',
+        'application/x-www-form-urlencoded',
+        'multipart/form-data; boundary=x',
+      ),
       caller: fc.constantFrom('guest', 'user', 'garbage'),
     })
 
@@ -133,12 +183,23 @@ describe.each(dialects)('the API under random requests [%s]', (dialect) => {
         if (c.caller === 'garbage') headers.Authorization = 'Bearer not.a.token'
         if (c.method === 'GET' && c.path === '/api/realtime') return
         const withBody = c.body !== null && c.method !== 'GET'
-        const res = await fetch(url, { method: c.method, headers, body: withBody ? c.body : undefined })
+        const res = await fetch(url, {
+          method: c.method,
+          headers,
+          body: withBody ? c.body : undefined,
+        })
         const answer = await res.text()
-        expect(res.status, `${c.method} ${url.pathname}${url.search} ${c.body ?? ''} -> ${answer}`).toBeLessThan(500)
+        expect(
+          res.status,
+          `${c.method} ${url.pathname}${url.search} ${c.body ?? ''} -> ${answer}`,
+        ).toBeLessThan(500)
         if (res.status >= 400) {
           const error = JSON.parse(answer)
-          expect(error).toMatchObject({ status: res.status, message: expect.any(String), data: expect.any(Object) })
+          expect(error).toMatchObject({
+            status: res.status,
+            message: expect.any(String),
+            data: expect.any(Object),
+          })
         }
       }),
       { numRuns: Number(process.env.FUZZ_RUNS ?? 1500) },

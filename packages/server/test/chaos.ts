@@ -23,8 +23,21 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const pick = <T>(xs: T[]): T => xs[Math.floor(Math.random() * xs.length)]
 
 // Enough credits that nobody runs out: refusals would only hide the traffic.
-const cluster = new Cluster({ coordinators: 3, databaseUrl, redisUrl, env: { MESHWORK_INITIAL_CREDITS: '1000000' } })
-const counts = { sends: 0, retries: 0, completed: 0, failedRetryable: 0, failedFinal: 0, refused: 0, lostAnswers: 0 }
+const cluster = new Cluster({
+  coordinators: 3,
+  databaseUrl,
+  redisUrl,
+  env: { MESHWORK_INITIAL_CREDITS: '1000000' },
+})
+const counts = {
+  sends: 0,
+  retries: 0,
+  completed: 0,
+  failedRetryable: 0,
+  failedFinal: 0,
+  refused: 0,
+  lostAnswers: 0,
+}
 const actions: Record<string, number> = {}
 const refusals: Record<string, number> = {}
 let running = true
@@ -38,7 +51,10 @@ async function post(pb: PocketBase, path: string, body: unknown) {
       body: JSON.stringify(body),
       signal: AbortSignal.timeout(20_000),
     })
-    return { status: res.status, body: (await res.json().catch(() => ({}))) as Record<string, unknown> }
+    return {
+      status: res.status,
+      body: (await res.json().catch(() => ({}))) as Record<string, unknown>,
+    }
   } catch {
     // The balancer's upstream died mid-request (or the request timed out): the answer is lost.
     counts.lostAnswers++
@@ -50,7 +66,11 @@ async function post(pb: PocketBase, path: string, body: unknown) {
 async function user(pb: PocketBase, model: string, index: number) {
   const conversation = await pb.collection('conversations').create({ title: `chaos ${index}` })
   while (running) {
-    const sent = await post(pb, '/api/chat/send', { conversation_id: conversation.id, model_id: model, prompt: `story ${index} ${counts.sends}` })
+    const sent = await post(pb, '/api/chat/send', {
+      conversation_id: conversation.id,
+      model_id: model,
+      prompt: `story ${index} ${counts.sends}`,
+    })
     if (sent.status !== 200) {
       if (sent.status !== 0) {
         counts.refused++
@@ -63,10 +83,14 @@ async function user(pb: PocketBase, model: string, index: number) {
     counts.sends++
     const id = String(sent.body.request_id)
     for (let attempt = 0; ; attempt++) {
-      const row = await poll(async () => {
-        const r = await cluster.request(id)
-        return r.status === 'completed' || r.status === 'failed' ? r : null
-      }, 120_000, `request ${id}`).catch(() => null)
+      const row = await poll(
+        async () => {
+          const r = await cluster.request(id)
+          return r.status === 'completed' || r.status === 'failed' ? r : null
+        },
+        120_000,
+        `request ${id}`,
+      ).catch(() => null)
       if (!row) break // counted as stuck at the end
       if (row.status === 'completed') {
         counts.completed++
@@ -104,7 +128,14 @@ async function chaos() {
       log(`${kind} ${victim.index}`)
       if (kind.startsWith('kill')) await victim.kill()
       else await victim.term()
-      restarts.push(sleep(1000 + Math.random() * 3000).then(() => victim.start()).then(() => log(`coordinator ${victim.index} back`), (err) => log(`coordinator ${victim.index} did not start: ${err}`)))
+      restarts.push(
+        sleep(1000 + Math.random() * 3000)
+          .then(() => victim.start())
+          .then(
+            () => log(`coordinator ${victim.index} back`),
+            (err) => log(`coordinator ${victim.index} did not start: ${err}`),
+          ),
+      )
     } else {
       const agents = cluster.agents.filter((a) => a.running)
       if (agents.length < 2) continue
@@ -112,7 +143,14 @@ async function chaos() {
       log(`${kind} ${victim.nodeId}`)
       if (kind.startsWith('kill')) await victim.kill()
       else await victim.term()
-      restarts.push(sleep(1000 + Math.random() * 2000).then(() => victim.start()).then(() => log(`agent ${victim.nodeId} back`), (err) => log(`agent ${victim.nodeId} did not start: ${err}`)))
+      restarts.push(
+        sleep(1000 + Math.random() * 2000)
+          .then(() => victim.start())
+          .then(
+            () => log(`agent ${victim.nodeId} back`),
+            (err) => log(`agent ${victim.nodeId} did not start: ${err}`),
+          ),
+      )
     }
   }
 }
@@ -120,11 +158,14 @@ async function chaos() {
 let exitCode = 1
 process.on('unhandledRejection', (err) => log(`unhandled: ${err}`))
 try {
-  log(`starting: 3 coordinators behind nginx, 3 node agents, ${userCount} users, ${seconds} s of chaos`)
+  log(
+    `starting: 3 coordinators behind nginx, 3 node agents, ${userCount} users, ${seconds} s of chaos`,
+  )
   await cluster.start()
   const model = await cluster.modelId()
   const owner = await cluster.signUp('owner')
-  for (let i = 0; i < 3; i++) await cluster.addNode(owner, model, { SIM_TOKENS: '30', SIM_TOKEN_MS: '40', MAX_JOBS: '2' })
+  for (let i = 0; i < 3; i++)
+    await cluster.addNode(owner, model, { SIM_TOKENS: '30', SIM_TOKEN_MS: '40', MAX_JOBS: '2' })
   const users: PocketBase[] = []
   for (let i = 0; i < userCount; i++) users.push(await cluster.signUp(`chaos${i}`))
   log('running')
@@ -142,14 +183,20 @@ try {
   console.log('')
   console.log('Chaos run summary')
   console.log(`  duration of chaos:          ${seconds} s; actions: ${JSON.stringify(actions)}`)
-  console.log(`  sends accepted:             ${counts.sends} (retries: ${counts.retries}; sends refused: ${counts.refused}; answers lost in transit: ${counts.lostAnswers})`)
+  console.log(
+    `  sends accepted:             ${counts.sends} (retries: ${counts.retries}; sends refused: ${counts.refused}; answers lost in transit: ${counts.lostAnswers})`,
+  )
   if (counts.refused) console.log(`  sends refused, by answer:   ${JSON.stringify(refusals)}`)
   console.log(`  requests completed:         ${counts.completed}`)
   console.log(`  failed retryable (final):   ${counts.failedRetryable}`)
   console.log(`  failed not retryable:       ${counts.failedFinal}`)
   console.log(`  stuck (pending/processing): ${stuck}`)
-  console.log(`  rows: ${all.filter((r) => r.status === 'completed').length} completed, ${all.filter((r) => r.status === 'failed').length} failed, ${stuck} open`)
-  console.log(`  holds without an open request: ${inv.badHolds.length ? inv.badHolds.join('; ') : 'none'}`)
+  console.log(
+    `  rows: ${all.filter((r) => r.status === 'completed').length} completed, ${all.filter((r) => r.status === 'failed').length} failed, ${stuck} open`,
+  )
+  console.log(
+    `  holds without an open request: ${inv.badHolds.length ? inv.badHolds.join('; ') : 'none'}`,
+  )
   console.log(`  ledger audit:               ${inv.audit ? `FAILED\n${inv.audit}` : 'passed'}`)
   exitCode = stuck === 0 && !inv.audit && inv.badHolds.length === 0 ? 0 : 1
 } catch (err) {

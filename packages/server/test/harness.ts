@@ -17,7 +17,9 @@ import { startServer, type RunningServer, type ServerExtras } from '../src/serve
 export type DialectName = 'sqlite' | 'postgres'
 
 /** SQLite always; PostgreSQL when TEST_DATABASE_URL is set (CI sets it). */
-export const dialects: DialectName[] = process.env.TEST_DATABASE_URL ? ['sqlite', 'postgres'] : ['sqlite']
+export const dialects: DialectName[] = process.env.TEST_DATABASE_URL
+  ? ['sqlite', 'postgres']
+  : ['sqlite']
 
 export interface TestServer extends RunningServer {
   /** A fresh SDK client (auto-cancellation off, as load tests need). */
@@ -33,7 +35,8 @@ export async function startTestServer(
   extras: ServerExtras = {},
 ): Promise<TestServer> {
   const dataDir = overrides.dataDir ?? mkdtempSync(join(tmpdir(), 'meshwork-test-'))
-  const schema = overrides.databaseSchema ?? `t_${process.pid}_${Date.now().toString(36)}_${counter++}`
+  const schema =
+    overrides.databaseSchema ?? `t_${process.pid}_${Date.now().toString(36)}_${counter++}`
   const config: Config = {
     port: 0,
     host: '127.0.0.1',
@@ -42,7 +45,9 @@ export async function startTestServer(
     tokenTtlSeconds: 3600,
     localNode: false,
     webDist: join(dataDir, 'no-web'),
-    ...(dialect === 'postgres' ? { databaseUrl: process.env.TEST_DATABASE_URL, databaseSchema: schema } : {}),
+    ...(dialect === 'postgres'
+      ? { databaseUrl: process.env.TEST_DATABASE_URL, databaseSchema: schema }
+      : {}),
     // Coordinators of one test share a schema, and with it their Redis channels; other tests and
     // other runs on the same Redis do not hear them.
     redisPrefix: `meshwork-test-${overrides.databaseSchema ?? schema}`,
@@ -80,11 +85,16 @@ let emailCounter = 0
 export async function signUp(server: TestServer, name?: string): Promise<PocketBase> {
   const pb = server.client()
   const email = `${name ?? 'user'}${Date.now().toString(36)}${emailCounter++}@example.com`
-  await pb.collection('users').create({ email, password: 'password123', passwordConfirm: 'password123' })
+  await pb
+    .collection('users')
+    .create({ email, password: 'password123', passwordConfirm: 'password123' })
   await pb.collection('users').authWithPassword(email, 'password123')
   return pb
 }
 
-export function expectApiError(err: unknown): { status: number; response: Record<string, unknown> } {
+export function expectApiError(err: unknown): {
+  status: number
+  response: Record<string, unknown>
+} {
   return err as { status: number; response: Record<string, unknown> }
 }

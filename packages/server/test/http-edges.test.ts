@@ -76,20 +76,45 @@ describe.each(dialects)('NUL characters [%s]', (dialect) => {
     const pb = await signUp(server)
     const headers = { Authorization: pb.authStore.token, 'Content-Type': 'application/json' }
     const base = `${server.url}/api/collections/conversations/records`
-    const inBody = await fetch(base, { method: 'POST', headers, body: JSON.stringify({ title: 'a\u0000b' }) })
+    const inBody = await fetch(base, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ title: 'a\u0000b' }),
+    })
     expect(inBody.status).toBe(400)
-    expect(await inBody.json()).toEqual({ status: 400, message: 'Text may not contain NUL characters.', data: {} })
-    const inKey = await fetch(base, { method: 'POST', headers, body: JSON.stringify({ 'title\u0000': 'x' }) })
+    expect(await inBody.json()).toEqual({
+      status: 400,
+      message: 'Text may not contain NUL characters.',
+      data: {},
+    })
+    const inKey = await fetch(base, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ 'title\u0000': 'x' }),
+    })
     expect(inKey.status).toBe(400)
-    const inForm = await fetch(base, { method: 'POST', headers: { Authorization: pb.authStore.token }, body: new URLSearchParams({ title: 'a\u0000b' }) })
+    const inForm = await fetch(base, {
+      method: 'POST',
+      headers: { Authorization: pb.authStore.token },
+      body: new URLSearchParams({ title: 'a\u0000b' }),
+    })
     expect(inForm.status).toBe(400)
     expect((await pb.collection('conversations').getList(1, 1)).totalItems).toBe(0)
 
-    for (const url of [`${base}?filter=${encodeURIComponent('title = "a\u0000"')}`, `${base}/abc%00def`, `${base}?sort=%00`]) {
+    for (const url of [
+      `${base}?filter=${encodeURIComponent('title = "a\u0000"')}`,
+      `${base}/abc%00def`,
+      `${base}?sort=%00`,
+    ]) {
       const res = await fetch(url, { headers })
       expect(res.status, url).toBe(400)
     }
-    const send = await postJson(server, '/api/chat/send', { conversation_id: 'x', model_id: 'y', prompt: 'hi\u0000' }, pb.authStore.token)
+    const send = await postJson(
+      server,
+      '/api/chat/send',
+      { conversation_id: 'x', model_id: 'y', prompt: 'hi\u0000' },
+      pb.authStore.token,
+    )
     expect(send.status).toBe(400)
   })
 
@@ -99,13 +124,22 @@ describe.each(dialects)('NUL characters [%s]', (dialect) => {
     node.chunks = ['Hel\u0000lo', ' there\u0000']
     const pb = await signUp(server, 'chatter')
     const conversation = await pb.collection('conversations').create({ title: 'New Chat' })
-    const sent = await postJson(server, '/api/chat/send', { conversation_id: conversation.id, model_id: stories, prompt: 'Say hello' }, pb.authStore.token)
+    const sent = await postJson(
+      server,
+      '/api/chat/send',
+      { conversation_id: conversation.id, model_id: stories, prompt: 'Say hello' },
+      pb.authStore.token,
+    )
     expect(sent.status).toBe(200)
     const id = sent.body.request_id as string
-    const row = await waitUntil(async () => {
-      const r = await pb.collection('requests').getOne(id)
-      return r.status === 'completed' && r
-    }, 5000, 'completed')
+    const row = await waitUntil(
+      async () => {
+        const r = await pb.collection('requests').getOne(id)
+        return r.status === 'completed' && r
+      },
+      5000,
+      'completed',
+    )
     expect(row.response).toBe('Hello there')
     node.kill()
   })

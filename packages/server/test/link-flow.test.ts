@@ -69,17 +69,39 @@ describe.each(dialects)('[%s] device link flow and node gateway', (dialect) => {
     const token = start.body.state_token as string
     // The approve URL still carries `device` (the node prints it); the page no longer trusts it.
     expect(new URL(String(start.body.approve_url)).searchParams.get('device')).toBe('Lab box')
-    const info = await postJson(server, '/api/auth/flow-info', { state_token: token }, owner.authStore.token)
+    const info = await postJson(
+      server,
+      '/api/auth/flow-info',
+      { state_token: token },
+      owner.authStore.token,
+    )
     expect(info.status).toBe(200)
     expect(info.body).toEqual({ device_name: 'Lab box', expires_at: start.body.expires_at })
     expect((await postJson(server, '/api/auth/flow-info', { state_token: token })).status).toBe(401)
-    const unknown = await postJson(server, '/api/auth/flow-info', { state_token: 'nope' }, owner.authStore.token)
-    expect(unknown.body).toEqual({ status: 400, message: 'Invalid or expired authorization token.', data: {} })
+    const unknown = await postJson(
+      server,
+      '/api/auth/flow-info',
+      { state_token: 'nope' },
+      owner.authStore.token,
+    )
+    expect(unknown.body).toEqual({
+      status: 400,
+      message: 'Invalid or expired authorization token.',
+      data: {},
+    })
     const missing = await postJson(server, '/api/auth/flow-info', {}, owner.authStore.token)
     expect(missing.body.message).toBe('Missing authorization token')
     // Once decided, the flow is no longer described.
-    await postJson(server, '/api/auth/complete-flow', { state_token: token, status: 'failed', error: 'User denied authorization' }, owner.authStore.token)
-    expect((await postJson(server, '/api/auth/flow-info', { state_token: token }, owner.authStore.token)).status).toBe(400)
+    await postJson(
+      server,
+      '/api/auth/complete-flow',
+      { state_token: token, status: 'failed', error: 'User denied authorization' },
+      owner.authStore.token,
+    )
+    expect(
+      (await postJson(server, '/api/auth/flow-info', { state_token: token }, owner.authStore.token))
+        .status,
+    ).toBe(400)
   })
 
   it('denies with the spec body, and the node hears the denial', async () => {
@@ -154,7 +176,10 @@ describe.each(dialects)('[%s] device link flow and node gateway', (dialect) => {
     await owner.collection('conversations').create({ title: 'Private' })
     const asNode = async (method: string, path: string, body?: unknown) => {
       const results: number[] = []
-      for (const authorization of [nodeAuthorizationHeader(nodeId, credential), `${nodeId}.${credential}`]) {
+      for (const authorization of [
+        nodeAuthorizationHeader(nodeId, credential),
+        `${nodeId}.${credential}`,
+      ]) {
         const res = await fetch(`${server.url}${path}`, {
           method,
           headers: { authorization, 'content-type': 'application/json' },
@@ -168,13 +193,26 @@ describe.each(dialects)('[%s] device link flow and node gateway', (dialect) => {
       }
       return results
     }
-    for (const collection of ['conversations', 'requests', 'user_balances', 'user_credit_txs', 'node_models', 'users']) {
+    for (const collection of [
+      'conversations',
+      'requests',
+      'user_balances',
+      'user_credit_txs',
+      'node_models',
+      'users',
+    ]) {
       expect(await asNode('GET', `/api/collections/${collection}/records`)).toEqual([200, 200])
     }
-    expect(await asNode('PATCH', `/api/collections/nodes/records/${nodeId}`, { is_active: false })).toEqual([404, 404])
+    expect(
+      await asNode('PATCH', `/api/collections/nodes/records/${nodeId}`, { is_active: false }),
+    ).toEqual([404, 404])
     expect(await asNode('DELETE', `/api/collections/nodes/records/${nodeId}`)).toEqual([404, 404])
-    expect(await asNode('POST', '/api/collections/conversations/records', { title: 'x' })).toEqual([400, 400])
-    expect(await asNode('POST', '/api/chat/send', { conversation_id: 'x', model_id: 'y', prompt: 'hi' })).toEqual([401, 401])
+    expect(await asNode('POST', '/api/collections/conversations/records', { title: 'x' })).toEqual([
+      400, 400,
+    ])
+    expect(
+      await asNode('POST', '/api/chat/send', { conversation_id: 'x', model_id: 'y', prompt: 'hi' }),
+    ).toEqual([401, 401])
     expect(await asNode('POST', '/api/collections/users/auth-refresh')).toEqual([401, 401])
     expect((await owner.collection('nodes').getOne(nodeId)).id).toBe(nodeId)
   })
@@ -316,10 +354,17 @@ describe.each(dialects)('[%s] device link flow and node gateway', (dialect) => {
 
 describe('starting link flows', () => {
   it('is limited per address, with 429 once the window is used up', async () => {
-    const server = await startTestServer('sqlite', {}, { network: { startFlowLimit: { limit: 3, windowMs: 60_000 } } })
+    const server = await startTestServer(
+      'sqlite',
+      {},
+      { network: { startFlowLimit: { limit: 3, windowMs: 60_000 } } },
+    )
     try {
       const statuses: number[] = []
-      for (let i = 0; i < 4; i++) statuses.push((await postJson(server, '/api/auth/start-flow', { device_name: `d${i}` })).status)
+      for (let i = 0; i < 4; i++)
+        statuses.push(
+          (await postJson(server, '/api/auth/start-flow', { device_name: `d${i}` })).status,
+        )
       expect(statuses).toEqual([200, 200, 200, 429])
       const refused = await postJson(server, '/api/auth/start-flow', { device_name: 'again' })
       expect(refused.body).toEqual({ status: 429, message: 'Too Many Requests.', data: {} })
@@ -334,7 +379,10 @@ describe('starting link flows', () => {
     const server = await startTestServer('sqlite', { linkFlowLimit: 2 })
     try {
       const statuses: number[] = []
-      for (let i = 0; i < 3; i++) statuses.push((await postJson(server, '/api/auth/start-flow', { device_name: `d${i}` })).status)
+      for (let i = 0; i < 3; i++)
+        statuses.push(
+          (await postJson(server, '/api/auth/start-flow', { device_name: `d${i}` })).status,
+        )
       expect(statuses).toEqual([200, 200, 429])
     } finally {
       await server.stop()

@@ -51,10 +51,14 @@ describe.runIf(databaseUrl && redisUrl)('three coordinators behind nginx [postgr
     return String(body.request_id)
   }
   const ended = (id: string, timeoutMs = 60_000) =>
-    poll(async () => {
-      const r = await cluster.request(id)
-      return r.status === 'completed' || r.status === 'failed' ? r : null
-    }, timeoutMs, `request ${id} ended`)
+    poll(
+      async () => {
+        const r = await cluster.request(id)
+        return r.status === 'completed' || r.status === 'failed' ? r : null
+      },
+      timeoutMs,
+      `request ${id} ended`,
+    )
   const expectInvariants = async () => {
     const inv = await cluster.settle()
     expect(inv.open).toBe(0)
@@ -62,8 +66,10 @@ describe.runIf(databaseUrl && redisUrl)('three coordinators behind nginx [postgr
     expect(inv.audit).toBeNull()
   }
 
-  it('answers several users\' requests through the balancer, each paid once', async () => {
-    const ids = await Promise.all(users.flatMap((pb, i) => [send(pb, `hello ${i}`), send(pb, `again ${i}`)]))
+  it("answers several users' requests through the balancer, each paid once", async () => {
+    const ids = await Promise.all(
+      users.flatMap((pb, i) => [send(pb, `hello ${i}`), send(pb, `again ${i}`)]),
+    )
     const rows = await Promise.all(ids.map((id) => ended(id)))
     expect(rows.map((r) => r.status)).toEqual(ids.map(() => 'completed'))
     expect(rows.every((r) => String(r.response).startsWith('word0 word1'))).toBe(true)
@@ -82,11 +88,19 @@ describe.runIf(databaseUrl && redisUrl)('three coordinators behind nginx [postgr
     const pb = users[0]
     const stream = await openStream(a.url)
     try {
-      const posted = await postSubscriptions(b.url, stream.clientId, ['conversations'], pb.authStore.token)
+      const posted = await postSubscriptions(
+        b.url,
+        stream.clientId,
+        ['conversations'],
+        pb.authStore.token,
+      )
       expect(posted.status).toBe(204)
       await pb.collection('conversations').create({ title: 'seen across processes' })
       const events = await stream.waitFor(1, 15_000)
-      expect(events[0].data).toMatchObject({ action: 'create', record: { title: 'seen across processes' } })
+      expect(events[0].data).toMatchObject({
+        action: 'create',
+        record: { title: 'seen across processes' },
+      })
     } finally {
       await stream.close()
     }
@@ -104,7 +118,11 @@ describe.runIf(databaseUrl && redisUrl)('three coordinators behind nginx [postgr
     const pb = users[1]
     const scheduler = cluster.coordinators[0]
     const id = await send(pb, 'doomed', scheduler.url)
-    await poll(async () => (await cluster.request(id)).status === 'processing', 30_000, 'answer under way')
+    await poll(
+      async () => (await cluster.request(id)).status === 'processing',
+      30_000,
+      'answer under way',
+    )
     expect((await cluster.request(id)).lease_owner).toBe(scheduler.processId)
     await scheduler.kill()
     const row = await ended(id, 60_000)
@@ -122,18 +140,27 @@ describe.runIf(databaseUrl && redisUrl)('three coordinators behind nginx [postgr
     await expectInvariants()
   }, 180_000)
 
-  it('kill -9 of the process holding the node\'s socket mid-answer: the request still ends, paid at most once', async () => {
+  it("kill -9 of the process holding the node's socket mid-answer: the request still ends, paid at most once", async () => {
     const pb = users[2]
     // Three processes, two node sockets: one process holds none, and schedules the request.
-    const scheduler = await poll(async () => {
-      for (const c of cluster.coordinators) if (c.running && (await c.nodes()).length === 0) return c
-      return null
-    }, 30_000, 'a process without node sockets')
+    const scheduler = await poll(
+      async () => {
+        for (const c of cluster.coordinators)
+          if (c.running && (await c.nodes()).length === 0) return c
+        return null
+      },
+      30_000,
+      'a process without node sockets',
+    )
     const id = await send(pb, 'node side dies', scheduler.url)
-    const running = await poll(async () => {
-      const r = await cluster.request(id)
-      return r.status === 'processing' ? r : null
-    }, 30_000, 'answer under way')
+    const running = await poll(
+      async () => {
+        const r = await cluster.request(id)
+        return r.status === 'processing' ? r : null
+      },
+      30_000,
+      'answer under way',
+    )
     const holder = await cluster.socketOf(String(running.node))
     expect(holder).toBeDefined()
     expect(holder).not.toBe(scheduler)
@@ -143,7 +170,12 @@ describe.runIf(databaseUrl && redisUrl)('three coordinators behind nginx [postgr
     // retryable: never stuck, never charged twice.
     expect(['completed', 'failed']).toContain(row.status)
     if (row.status === 'failed') expect(row.can_retry).toBe(1)
-    const debits = await cluster.db.db.selectFrom('user_credit_txs').select('id').where('request', '=', id).where('type', '=', 'debit_inference_request').execute()
+    const debits = await cluster.db.db
+      .selectFrom('user_credit_txs')
+      .select('id')
+      .where('request', '=', id)
+      .where('type', '=', 'debit_inference_request')
+      .execute()
     expect(debits.length).toBe(row.status === 'completed' ? 1 : 0)
     for (const c of cluster.coordinators) if (!c.running) await c.start()
     await expectInvariants()
@@ -156,7 +188,11 @@ describe.runIf(databaseUrl && redisUrl)('three coordinators behind nginx [postgr
     const pb = users[0]
     const draining = cluster.coordinators[1]
     const id = await send(pb, 'finish me', draining.url)
-    await poll(async () => (await cluster.request(id)).status === 'processing', 30_000, 'answer under way')
+    await poll(
+      async () => (await cluster.request(id)).status === 'processing',
+      30_000,
+      'answer under way',
+    )
     expect(await draining.term()).toBe(0)
     expect(await cluster.request(id)).toMatchObject({ status: 'completed' })
     const next = await send(pb, 'served by the others')
@@ -168,17 +204,25 @@ describe.runIf(databaseUrl && redisUrl)('three coordinators behind nginx [postgr
   it('SIGTERM drains a node agent: its job finishes, it takes no new one, then it exits', async () => {
     const pb = users[1]
     const id = await send(pb, 'node, finish this')
-    const running = await poll(async () => {
-      const r = await cluster.request(id)
-      return r.status === 'processing' ? r : null
-    }, 30_000, 'answer under way')
+    const running = await poll(
+      async () => {
+        const r = await cluster.request(id)
+        return r.status === 'processing' ? r : null
+      },
+      30_000,
+      'answer under way',
+    )
     const agent = nodes.find((n) => n.nodeId === running.node)!
     const otherNode = nodes.find((n) => n !== agent)!
     expect(await agent.term()).toBe(0)
     // It sent its answer before it closed; the coordinator settles it.
     expect(await ended(id)).toMatchObject({ status: 'completed', node: agent.nodeId })
     // The other agent is connected (it may have been reconnecting after the kills above).
-    await poll(async () => Boolean(await cluster.socketOf(otherNode.nodeId)), 30_000, 'the other node connected')
+    await poll(
+      async () => Boolean(await cluster.socketOf(otherNode.nodeId)),
+      30_000,
+      'the other node connected',
+    )
     const next = await send(pb, 'the other node')
     expect(await ended(next)).toMatchObject({ status: 'completed' })
     expect((await cluster.request(next)).node).not.toBe(agent.nodeId)

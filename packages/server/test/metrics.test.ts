@@ -19,7 +19,9 @@ describe('metrics', () => {
   it('do not exist without MESHWORK_METRICS_TOKEN', async () => {
     const server = await startTestServer('sqlite')
     try {
-      const res = await fetch(`${server.url}/api/metrics`, { headers: { Authorization: `Bearer ${token}` } })
+      const res = await fetch(`${server.url}/api/metrics`, {
+        headers: { Authorization: `Bearer ${token}` },
+      })
       expect(res.status).toBe(404)
     } finally {
       await server.stop()
@@ -29,7 +31,9 @@ describe('metrics', () => {
   describe('with a token', () => {
     let server: TestServer
     const scrape = async () => {
-      const res = await fetch(`${server.url}/api/metrics`, { headers: { Authorization: `Bearer ${token}` } })
+      const res = await fetch(`${server.url}/api/metrics`, {
+        headers: { Authorization: `Bearer ${token}` },
+      })
       expect(res.status).toBe(200)
       expect(res.headers.get('content-type')).toContain('text/plain')
       return res.text()
@@ -40,7 +44,11 @@ describe('metrics', () => {
     afterAll(() => server.stop())
 
     it('refuses a missing or wrong token with 401', async () => {
-      for (const headers of [{}, { Authorization: 'Bearer wrong' }, { Authorization: token }] as Array<Record<string, string>>) {
+      for (const headers of [
+        {},
+        { Authorization: 'Bearer wrong' },
+        { Authorization: token },
+      ] as Array<Record<string, string>>) {
         const res = await fetch(`${server.url}/api/metrics`, { headers })
         expect(res.status).toBe(401)
         expect((await res.json()).status).toBe(401)
@@ -67,9 +75,13 @@ describe('metrics', () => {
       expect(afterList).toBeGreaterThan(before)
       await pb.collection('conversations').create({ title: 'Counted too' })
       // BEGIN, the insert and COMMIT at least.
-      expect(sample(await scrape(), 'meshwork_db_statements_total')! - afterList).toBeGreaterThanOrEqual(3)
+      expect(
+        sample(await scrape(), 'meshwork_db_statements_total')! - afterList,
+      ).toBeGreaterThanOrEqual(3)
       // Without Redis there is no bus traffic to count.
-      expect(sample(await scrape(), 'meshwork_bus_messages_total', 'direction="out"')).toBeUndefined()
+      expect(
+        sample(await scrape(), 'meshwork_bus_messages_total', 'direction="out"'),
+      ).toBeUndefined()
     })
 
     it('show nodes, the scheduler and finished chat requests', async () => {
@@ -79,8 +91,19 @@ describe('metrics', () => {
 
       const pb = await signUp(server, 'chatter')
       const conversation = await pb.collection('conversations').create({ title: 'Counted' })
-      const sent = await postJson(server, '/api/chat/send', { conversation_id: conversation.id, model_id: stories, prompt: 'Hi' }, pb.authStore.token)
-      await waitUntil(async () => (await pb.collection('requests').getOne(sent.body.request_id as string)).status === 'completed', 5000, 'completed')
+      const sent = await postJson(
+        server,
+        '/api/chat/send',
+        { conversation_id: conversation.id, model_id: stories, prompt: 'Hi' },
+        pb.authStore.token,
+      )
+      await waitUntil(
+        async () =>
+          (await pb.collection('requests').getOne(sent.body.request_id as string)).status ===
+          'completed',
+        5000,
+        'completed',
+      )
       const text = await scrape()
       expect(sample(text, 'meshwork_chat_requests_total', 'status="completed"')).toBe(1)
       expect(sample(text, 'meshwork_scheduler_requests', 'state="running"')).toBe(0)

@@ -188,7 +188,11 @@ describe.each(dialects)('[%s] OpenAI API end to end with llama.cpp', (dialect) =
     const db = server.core.database.db
     const row = await waitUntil(
       async () => {
-        const r = await db.selectFrom('requests').selectAll().where('id', '=', id).executeTakeFirst()
+        const r = await db
+          .selectFrom('requests')
+          .selectAll()
+          .where('id', '=', id)
+          .executeTakeFirst()
         return r?.status === 'cancelled' && r
       },
       10_000,
@@ -208,7 +212,11 @@ describe.each(dialects)('[%s] OpenAI API end to end with llama.cpp', (dialect) =
       .where('request', '=', id)
       .executeTakeFirstOrThrow()
     expect(job.status).toBe('cancelled')
-    await waitUntil(() => cancelledJobs.includes(String(job.id)), 10_000, 'the node stopped the job')
+    await waitUntil(
+      () => cancelledJobs.includes(String(job.id)),
+      10_000,
+      'the node stopped the job',
+    )
     const run = hold.runs.at(-1)!
     await waitUntil(() => run.aborted, 10_000, 'the engine aborted')
     const response = String(row.response)
@@ -263,7 +271,12 @@ describe.each(dialects)('[%s] OpenAI API end to end with llama.cpp', (dialect) =
     })
     const controller = new AbortController()
     const call = api.chat.completions.create(
-      { model: 'stories260K', messages: [{ role: 'user', content: PROMPT }], max_tokens: 200, seed: 4 },
+      {
+        model: 'stories260K',
+        messages: [{ role: 'user', content: PROMPT }],
+        max_tokens: 200,
+        seed: 4,
+      },
       { signal: controller.signal },
     )
     const id = await partial

@@ -72,7 +72,9 @@ describe.each(dialects)('realtime [%s]', (dialect) => {
     const filtered = collector()
     await bob.collection('conversations').subscribe(conv.id, snoop.push)
     await alice.collection('conversations').subscribe(conv.id, owner.push)
-    await alice.collection('conversations').subscribe('*', filtered.push, { filter: 'title = "match"' })
+    await alice
+      .collection('conversations')
+      .subscribe('*', filtered.push, { filter: 'title = "match"' })
     await alice.collection('conversations').update(conv.id, { title: 'nomatch' })
     await alice.collection('conversations').update(conv.id, { title: 'match' })
     await owner.waitFor(2)
@@ -87,13 +89,22 @@ describe.each(dialects)('realtime [%s]', (dialect) => {
 
   it('hides private fields of others records in events and checks relation rules on delete', async () => {
     const aliceId = alice.authStore.record!.id
-    const node = await createAsServer(server, 'nodes', { user: aliceId, device_name: 'rt-node', status: 'online' })
-    const nm = await alice.collection('node_models').create({ node: node.id, model, requested_download: true })
+    const node = await createAsServer(server, 'nodes', {
+      user: aliceId,
+      device_name: 'rt-node',
+      status: 'online',
+    })
+    const nm = await alice
+      .collection('node_models')
+      .create({ node: node.id, model, requested_download: true })
     const aliceEvents = collector()
     const bobEvents = collector()
     await alice.collection('node_models').subscribe('*', aliceEvents.push)
     await bob.collection('node_models').subscribe('*', bobEvents.push)
-    await updateAsServer(server, 'node_models', nm.id as string, { is_serving: true, is_downloaded: true })
+    await updateAsServer(server, 'node_models', nm.id as string, {
+      is_serving: true,
+      is_downloaded: true,
+    })
     await alice.collection('node_models').delete(nm.id as string)
     const own = await aliceEvents.waitFor(2)
     const other = await bobEvents.waitFor(1)
@@ -114,8 +125,16 @@ describe.each(dialects)('realtime [%s]', (dialect) => {
     const probe = collector()
     const control = collector()
     await bob.collection('requests').subscribe('*', probe.push, { filter: 'prompt ~ "secret"' })
-    await bob.collection('requests').subscribe('*', control.push, { filter: 'status = "completed"' })
-    await createAsServer(server, 'requests', { user: aliceId, conversation: conv.id, model, prompt: 'a secret prompt', status: 'completed' })
+    await bob
+      .collection('requests')
+      .subscribe('*', control.push, { filter: 'status = "completed"' })
+    await createAsServer(server, 'requests', {
+      user: aliceId,
+      conversation: conv.id,
+      model,
+      prompt: 'a secret prompt',
+      status: 'completed',
+    })
     await control.waitFor(1)
     await settle()
     expect(control.events).toHaveLength(1)
@@ -125,13 +144,22 @@ describe.each(dialects)('realtime [%s]', (dialect) => {
   })
 
   it('refuses subscriptions for unknown clients and identity changes on a stream', async () => {
-    const unknown = await fetch(`${server.url}/api/realtime`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ clientId: 'nope', subscriptions: [] }) })
+    const unknown = await fetch(`${server.url}/api/realtime`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ clientId: 'nope', subscriptions: [] }),
+    })
     expect(unknown.status).toBe(404)
     const res = await fetch(`${server.url}/api/realtime`)
     const reader = res.body!.getReader()
     const text = new TextDecoder().decode((await reader.read()).value)
     const clientId = /^id:(\w+)/.exec(text)![1]
-    const post = (token: string) => fetch(`${server.url}/api/realtime`, { method: 'POST', headers: { 'Content-Type': 'application/json', Authorization: token }, body: JSON.stringify({ clientId, subscriptions: ['conversations/*'] }) })
+    const post = (token: string) =>
+      fetch(`${server.url}/api/realtime`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', Authorization: token },
+        body: JSON.stringify({ clientId, subscriptions: ['conversations/*'] }),
+      })
     expect((await post('')).status).toBe(204)
     expect((await post(alice.authStore.token)).status).toBe(204)
     expect((await post(bob.authStore.token)).status).toBe(403)
@@ -144,7 +172,9 @@ describe.each(dialects)('realtime [%s]', (dialect) => {
     const port = first.port
     const pb = first.client()
     const email = `restart${Date.now()}@example.com`
-    await pb.collection('users').create({ email, password: 'password123', passwordConfirm: 'password123' })
+    await pb
+      .collection('users')
+      .create({ email, password: 'password123', passwordConfirm: 'password123' })
     await pb.collection('users').authWithPassword(email, 'password123')
     const events = collector()
     let connects = 0
@@ -153,7 +183,11 @@ describe.each(dialects)('realtime [%s]', (dialect) => {
     expect(connects).toBe(1)
     // keep the database: restart on the same data dir / schema
     await first.close()
-    const second = await startTestServer(dialect, { port, dataDir: first.core.config.dataDir, databaseSchema: first.core.config.databaseSchema })
+    const second = await startTestServer(dialect, {
+      port,
+      dataDir: first.core.config.dataDir,
+      databaseSchema: first.core.config.databaseSchema,
+    })
     const end = Date.now() + 8000
     while (connects < 2 && Date.now() < end) await new Promise((r) => setTimeout(r, 50))
     expect(connects).toBe(2)

@@ -43,25 +43,44 @@ describe.each(dialects)('[%s] coordinator restart', (dialect) => {
     await first.close()
 
     // A long grace: the test says when the previous run's requests are looked at (the node is back).
-    const second = await startTestServer(dialect, { dataDir, databaseSchema }, { network: { restartGraceMs: 60_000 } })
+    const second = await startTestServer(
+      dialect,
+      { dataDir, databaseSchema },
+      { network: { restartGraceMs: 60_000 } },
+    )
     try {
       const db = second.core.database.db
       const statusOfNode = async () =>
-        (await db.selectFrom('nodes').select('status').where('id', '=', nodeId).executeTakeFirstOrThrow()).status
+        (
+          await db
+            .selectFrom('nodes')
+            .select('status')
+            .where('id', '=', nodeId)
+            .executeTakeFirstOrThrow()
+        ).status
       expect(await statusOfNode()).toBe('offline')
       const back = new FakeNode(second, nodeId, credential)
       await back.connect()
       await waitUntil(async () => (await statusOfNode()) === 'online', 10_000, 'node back online')
       expect(await second.network.recoverPrevious()).toBe(2)
-      const row = (id: string) => db.selectFrom('requests').selectAll().where('id', '=', id).executeTakeFirstOrThrow()
+      const row = (id: string) =>
+        db.selectFrom('requests').selectAll().where('id', '=', id).executeTakeFirstOrThrow()
       expect(await row(running)).toMatchObject({
         status: 'failed',
         can_retry: 1,
         error_message: TAKEN_OVER_MESSAGE,
         reserved: 0,
       })
-      await waitUntil(async () => (await row(queued)).status === 'completed', 10_000, 'queued request answered')
-      expect(await row(queued)).toMatchObject({ response: 'Once upon a time', node: nodeId, reserved: 0 })
+      await waitUntil(
+        async () => (await row(queued)).status === 'completed',
+        10_000,
+        'queued request answered',
+      )
+      expect(await row(queued)).toMatchObject({
+        response: 'Once upon a time',
+        node: nodeId,
+        reserved: 0,
+      })
       const balance = await balanceOf(second, userId)
       expect(balance.held).toBe(0)
       expect(balance.balance).toBeLessThan(1000)
@@ -86,15 +105,30 @@ describe.each(dialects)('[%s] coordinator restart', (dialect) => {
     const pb = await signUp(first, 'user')
     const userId = pb.authStore.record!.id
     const conv = await pb.collection('conversations').create({ title: 'New Chat', user: userId })
-    const sent = await postJson(first, '/api/chat/send', { conversation_id: conv.id, model_id: stories, prompt: 'Hi' }, pb.authStore.token)
+    const sent = await postJson(
+      first,
+      '/api/chat/send',
+      { conversation_id: conv.id, model_id: stories, prompt: 'Hi' },
+      pb.authStore.token,
+    )
     await waitUntil(() => node.jobs.length === 1, 5000, 'job')
     await first.close()
-    const second = await startTestServer(dialect, { dataDir, databaseSchema }, { network: { restartGraceMs: 200 } })
+    const second = await startTestServer(
+      dialect,
+      { dataDir, databaseSchema },
+      { network: { restartGraceMs: 200 } },
+    )
     try {
       const db = second.core.database.db
       await waitUntil(
         async () =>
-          (await db.selectFrom('requests').select('status').where('id', '=', sent.body.request_id as string).executeTakeFirstOrThrow()).status === 'failed',
+          (
+            await db
+              .selectFrom('requests')
+              .select('status')
+              .where('id', '=', sent.body.request_id as string)
+              .executeTakeFirstOrThrow()
+          ).status === 'failed',
         10_000,
         'request failed after the grace',
       )

@@ -74,7 +74,11 @@ describe.runIf(redisUrl && databaseUrl)('two coordinators on PostgreSQL + Redis 
   let b: TestServer
   beforeAll(async () => {
     a = await startTestServer('postgres', { redisUrl })
-    b = await startTestServer('postgres', { redisUrl, databaseSchema: a.core.config.databaseSchema, dataDir: a.core.config.dataDir })
+    b = await startTestServer('postgres', {
+      redisUrl,
+      databaseSchema: a.core.config.databaseSchema,
+      dataDir: a.core.config.dataDir,
+    })
   })
   afterAll(async () => {
     await b.close()
@@ -97,7 +101,9 @@ describe.runIf(redisUrl && databaseUrl)('two coordinators on PostgreSQL + Redis 
     reader.authStore.save(writer.authStore.token, writer.authStore.record)
     const got: string[] = []
     await reader.collection('conversations').subscribe('*', (e) => got.push(e.record.title))
-    await writer.collection('conversations').create({ model: await modelId(a), title: 'crossed processes' })
+    await writer
+      .collection('conversations')
+      .create({ model: await modelId(a), title: 'crossed processes' })
     const end = Date.now() + 3000
     while (got.length === 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 10))
     expect(got).toEqual(['crossed processes'])
@@ -112,7 +118,11 @@ describe.runIf(redisUrl && databaseUrl)('job hand-off between two coordinators [
   beforeAll(async () => {
     const network = { heartbeatTimeoutMs: 1500, scheduler: { stallMs: 1500, offerTimeoutMs: 1500 } }
     a = await startTestServer('postgres', { redisUrl }, { network })
-    b = await startTestServer('postgres', { redisUrl, databaseSchema: a.core.config.databaseSchema, dataDir: a.core.config.dataDir }, { network })
+    b = await startTestServer(
+      'postgres',
+      { redisUrl, databaseSchema: a.core.config.databaseSchema, dataDir: a.core.config.dataDir },
+      { network },
+    )
     stories = await modelId(a)
   })
   afterAll(async () => {
@@ -126,15 +136,24 @@ describe.runIf(redisUrl && databaseUrl)('job hand-off between two coordinators [
 
   const send = async (pb: Awaited<ReturnType<typeof signUp>>, prompt: string) => {
     const conversation = await pb.collection('conversations').create({ title: 'Across' })
-    const sent = await postJson(a, '/api/chat/send', { conversation_id: conversation.id, model_id: stories, prompt }, pb.authStore.token)
+    const sent = await postJson(
+      a,
+      '/api/chat/send',
+      { conversation_id: conversation.id, model_id: stories, prompt },
+      pb.authStore.token,
+    )
     expect(sent.status).toBe(200)
     return sent.body.request_id as string
   }
   const finished = (pb: Awaited<ReturnType<typeof signUp>>, id: string) =>
-    waitUntil(async () => {
-      const r = await pb.collection('requests').getOne(id)
-      return (r.status === 'completed' || r.status === 'failed') && r
-    }, 10_000, 'request finished')
+    waitUntil(
+      async () => {
+        const r = await pb.collection('requests').getOne(id)
+        return (r.status === 'completed' || r.status === 'failed') && r
+      },
+      10_000,
+      'request finished',
+    )
 
   it('answers a request sent to A with a node connected to B, paid once', async () => {
     const { owner, node } = await nodeOnB()
@@ -142,12 +161,18 @@ describe.runIf(redisUrl && databaseUrl)('job hand-off between two coordinators [
     // A hears of the node at its next hello or heartbeat (the fake node beats every 100 ms).
     const id = await send(pb, 'Tell me a story')
     const row = await finished(pb, id)
-    expect(row).toMatchObject({ status: 'completed', response: 'Once upon a time', node: node.nodeId })
+    expect(row).toMatchObject({
+      status: 'completed',
+      response: 'Once upon a time',
+      node: node.nodeId,
+    })
     expect(node.jobs).toHaveLength(1)
     const balance = await pb.collection('user_balances').getFirstListItem('')
     const expected = 1000 - (Math.floor('Tell me a story'.length / 4) + 4)
     expect(balance.balance).toBe(expected)
-    const earned = await owner.collection('user_credit_txs').getFullList({ filter: 'type = "credit_inference_request"' })
+    const earned = await owner
+      .collection('user_credit_txs')
+      .getFullList({ filter: 'type = "credit_inference_request"' })
     expect(earned.map((t) => t.amount)).toEqual([Math.floor('Tell me a story'.length / 4) + 4])
     node.kill()
   })
@@ -163,8 +188,14 @@ describe.runIf(redisUrl && databaseUrl)('job hand-off between two coordinators [
     second.chunks = ['Second', ' answer']
     first.node.kill()
     const row = await finished(pb, id)
-    expect(row).toMatchObject({ status: 'completed', response: 'Second answer', node: second.nodeId })
-    const charges = await pb.collection('user_credit_txs').getFullList({ filter: 'type = "debit_inference_request"' })
+    expect(row).toMatchObject({
+      status: 'completed',
+      response: 'Second answer',
+      node: second.nodeId,
+    })
+    const charges = await pb
+      .collection('user_credit_txs')
+      .getFullList({ filter: 'type = "debit_inference_request"' })
     expect(charges).toHaveLength(1)
     second.kill()
   })
@@ -190,9 +221,19 @@ describe.runIf(redisUrl && databaseUrl)('job hand-off between two coordinators [
       // A (which scheduled it) has counted some text before the cancel reaches B.
       await streaming
       await pb.collection('requests').unsubscribe()
-      const stopped = await postJson(b, '/api/requests/cancel', { request_id: id }, pb.authStore.token)
+      const stopped = await postJson(
+        b,
+        '/api/requests/cancel',
+        { request_id: id },
+        pb.authStore.token,
+      )
       expect(stopped.status).toBe(200)
-      const body = stopped.body as { status: string; response: string; tokens_output: number; cost: number }
+      const body = stopped.body as {
+        status: string
+        response: string
+        tokens_output: number
+        cost: number
+      }
       expect(body.status).toBe('cancelled')
       expect(body.response).toMatch(/^a+$/)
       expect(body.tokens_output).toBe(Math.floor(body.response.length / 4))
@@ -201,7 +242,10 @@ describe.runIf(redisUrl && databaseUrl)('job hand-off between two coordinators [
       await waitUntil(() => node.cancelled(job), 5000, 'job_cancel reached the node on B')
       const balance = await pb.collection('user_balances').getFirstListItem('')
       expect(balance).toMatchObject({ balance: 1000 - cost, held: 0 })
-      expect(await pb.collection('requests').getOne(id)).toMatchObject({ status: 'cancelled', response: body.response })
+      expect(await pb.collection('requests').getOne(id)).toMatchObject({
+        status: 'cancelled',
+        response: body.response,
+      })
     } finally {
       node.kill()
     }
@@ -210,7 +254,11 @@ describe.runIf(redisUrl && databaseUrl)('job hand-off between two coordinators [
   it('tells a coordinator that starts about the nodes already connected elsewhere', async () => {
     const { node } = await nodeOnB()
     node.silence() // no heartbeats from now on: only the start-up sync can tell C
-    const c = await startTestServer('postgres', { redisUrl, databaseSchema: a.core.config.databaseSchema, dataDir: a.core.config.dataDir })
+    const c = await startTestServer('postgres', {
+      redisUrl,
+      databaseSchema: a.core.config.databaseSchema,
+      dataDir: a.core.config.dataDir,
+    })
     try {
       await waitUntil(() => c.network.registry.get(node.nodeId), 1000, 'C knows the node on B')
     } finally {
@@ -220,7 +268,11 @@ describe.runIf(redisUrl && databaseUrl)('job hand-off between two coordinators [
   })
 
   it('forgets the nodes of a coordinator that vanished, and fails their job with can_retry, uncharged', async () => {
-    const c = await startTestServer('postgres', { redisUrl, databaseSchema: a.core.config.databaseSchema, dataDir: a.core.config.dataDir }, { network: { heartbeatTimeoutMs: 1500 } })
+    const c = await startTestServer(
+      'postgres',
+      { redisUrl, databaseSchema: a.core.config.databaseSchema, dataDir: a.core.config.dataDir },
+      { network: { heartbeatTimeoutMs: 1500 } },
+    )
     const { node } = await servingNode(a, stories, c)
     node.script = 'hang'
     const pb = await signUp(a, 'stranded')

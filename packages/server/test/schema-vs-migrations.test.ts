@@ -78,7 +78,11 @@ describe.each(dialects)('[%s] schema.ts and the migrated database agree', (diale
   it.each(collections.map((c) => [c.name, c] as const))('%s', async (_name, collection) => {
     const found = await columns(collection.name)
     expect(found.size, `table or view ${collection.name} exists`).toBeGreaterThan(0)
-    const declared = ['id', ...collection.fields.map((f) => f.name), ...(serverOnly[collection.name] ?? [])]
+    const declared = [
+      'id',
+      ...collection.fields.map((f) => f.name),
+      ...(serverOnly[collection.name] ?? []),
+    ]
     expect([...found.keys()].sort(), 'columns are exactly the declared fields').toEqual(
       [...declared].sort(),
     )
@@ -87,12 +91,17 @@ describe.each(dialects)('[%s] schema.ts and the migrated database agree', (diale
       const kind = kindOf(found.get(field.name) ?? '')
       if (kind === undefined && collection.type === 'view') continue
       // A view's counts (COUNT(*)) are integers, which a plain number field reads exactly.
-      const countInView = collection.type === 'view' && kind === 'integer' && expectedKind(field) === 'number'
+      const countInView =
+        collection.type === 'view' && kind === 'integer' && expectedKind(field) === 'number'
       if (!countInView)
-        expect({ field: field.name, kind }).toEqual({ field: field.name, kind: expectedKind(field) })
+        expect({ field: field.name, kind }).toEqual({
+          field: field.name,
+          kind: expectedKind(field),
+        })
       typed++
     }
     // Tables (and PostgreSQL's views) report a type for every column: all of them were checked.
-    if (collection.type !== 'view' || dialect === 'postgres') expect(typed).toBe(collection.fields.length)
+    if (collection.type !== 'view' || dialect === 'postgres')
+      expect(typed).toBe(collection.fields.length)
   })
 })

@@ -15,7 +15,8 @@ import { balanceOf, expectAuditPasses } from './support/ledger.ts'
 
 const redisUrl = process.env.TEST_REDIS_URL
 const databaseUrl = process.env.TEST_DATABASE_URL
-if (!redisUrl || !databaseUrl) console.log('takeover.test.ts: skipped (set TEST_DATABASE_URL and TEST_REDIS_URL)')
+if (!redisUrl || !databaseUrl)
+  console.log('takeover.test.ts: skipped (set TEST_DATABASE_URL and TEST_REDIS_URL)')
 
 const network = {
   heartbeatTimeoutMs: 3000,
@@ -26,23 +27,41 @@ const network = {
 
 async function pair() {
   const a = await startTestServer('postgres', { redisUrl }, { network })
-  const shared = { redisUrl, databaseSchema: a.core.config.databaseSchema, dataDir: a.core.config.dataDir }
+  const shared = {
+    redisUrl,
+    databaseSchema: a.core.config.databaseSchema,
+    dataDir: a.core.config.dataDir,
+  }
   const b = await startTestServer('postgres', shared, { network })
   return { a, b, shared }
 }
 
-async function send(server: TestServer, pb: Awaited<ReturnType<typeof signUp>>, model: string, prompt: string) {
+async function send(
+  server: TestServer,
+  pb: Awaited<ReturnType<typeof signUp>>,
+  model: string,
+  prompt: string,
+) {
   const conversation = await pb.collection('conversations').create({ title: 'Leased' })
-  const sent = await postJson(server, '/api/chat/send', { conversation_id: conversation.id, model_id: model, prompt }, pb.authStore.token)
+  const sent = await postJson(
+    server,
+    '/api/chat/send',
+    { conversation_id: conversation.id, model_id: model, prompt },
+    pb.authStore.token,
+  )
   expect(sent.status).toBe(200)
   return sent.body.request_id as string
 }
 
 const rowOf = (server: TestServer, id: string) =>
-  server.core.database.db.selectFrom('requests').selectAll().where('id', '=', id).executeTakeFirstOrThrow()
+  server.core.database.db
+    .selectFrom('requests')
+    .selectAll()
+    .where('id', '=', id)
+    .executeTakeFirstOrThrow()
 
 describe.runIf(redisUrl && databaseUrl)('request leases between coordinators [postgres]', () => {
-  it('a surviving process takes over a dead one\'s requests: running fails retryable, queued runs', async () => {
+  it("a surviving process takes over a dead one's requests: running fails retryable, queued runs", async () => {
     const { a, b } = await pair()
     try {
       const stories = await modelId(a)
@@ -58,12 +77,30 @@ describe.runIf(redisUrl && databaseUrl)('request leases between coordinators [po
       // A dies: its bus goes first (nothing more reaches anyone), then the rest; its lease lapses.
       await a.core.bus.close()
       await a.close()
-      await waitUntil(async () => (await rowOf(b, running)).status === 'failed', 15_000, 'running request failed')
-      expect(await rowOf(b, running)).toMatchObject({ can_retry: 1, error_message: TAKEN_OVER_MESSAGE, reserved: 0 })
+      await waitUntil(
+        async () => (await rowOf(b, running)).status === 'failed',
+        15_000,
+        'running request failed',
+      )
+      expect(await rowOf(b, running)).toMatchObject({
+        can_retry: 1,
+        error_message: TAKEN_OVER_MESSAGE,
+        reserved: 0,
+      })
       // The node was told to stop the orphan job, and its slot served the queued request.
-      expect(node.frames.some((f) => f.type === 'job_cancel' && f.job_id === node.jobs[0].job_id)).toBe(true)
-      await waitUntil(async () => (await rowOf(b, queued)).status === 'completed', 15_000, 'queued request answered on B')
-      expect(await rowOf(b, queued)).toMatchObject({ response: 'Once upon a time', lease_owner: b.core.processId, reserved: 0 })
+      expect(
+        node.frames.some((f) => f.type === 'job_cancel' && f.job_id === node.jobs[0].job_id),
+      ).toBe(true)
+      await waitUntil(
+        async () => (await rowOf(b, queued)).status === 'completed',
+        15_000,
+        'queued request answered on B',
+      )
+      expect(await rowOf(b, queued)).toMatchObject({
+        response: 'Once upon a time',
+        lease_owner: b.core.processId,
+        reserved: 0,
+      })
       expect(await balanceOf(b, user)).toMatchObject({ held: 0 })
       await expectAuditPasses(b)
       node.kill()
@@ -85,8 +122,15 @@ describe.runIf(redisUrl && databaseUrl)('request leases between coordinators [po
       const second = await send(a, pb, stories, 'Tell me a story')
       await a.network.drain(30_000)
       // The answer in flight finished on A; the queued one was handed to B, which runs it.
-      expect(await rowOf(b, first)).toMatchObject({ status: 'completed', response: 'Once upon a time' })
-      await waitUntil(async () => ['completed', 'failed'].includes(String((await rowOf(b, second)).status)), 15_000, 'handed-off request ran')
+      expect(await rowOf(b, first)).toMatchObject({
+        status: 'completed',
+        response: 'Once upon a time',
+      })
+      await waitUntil(
+        async () => ['completed', 'failed'].includes(String((await rowOf(b, second)).status)),
+        15_000,
+        'handed-off request ran',
+      )
       expect(await rowOf(b, second)).toMatchObject({ status: 'completed' })
       expect((await rowOf(b, second)).lease_owner).toBe(b.core.processId)
       expect(await a.network.leases.alive([a.core.processId])).toEqual(new Set())
@@ -113,8 +157,15 @@ describe('drain when alone', () => {
       await waitUntil(() => node.jobs.length === 1, 10_000, 'job reached the node')
       const second = await send(server, pb, stories, 'Tell me a story')
       await server.network.drain(30_000)
-      expect(await rowOf(server, first)).toMatchObject({ status: 'completed', response: 'Once upon a time' })
-      expect(await rowOf(server, second)).toMatchObject({ status: 'failed', can_retry: 1, reserved: 0 })
+      expect(await rowOf(server, first)).toMatchObject({
+        status: 'completed',
+        response: 'Once upon a time',
+      })
+      expect(await rowOf(server, second)).toMatchObject({
+        status: 'failed',
+        can_retry: 1,
+        reserved: 0,
+      })
       expect(await balanceOf(server, user)).toMatchObject({ held: 0 })
       await expectAuditPasses(server)
       node.kill()
@@ -135,7 +186,11 @@ describe('drain when alone', () => {
       await waitUntil(() => node.jobs.length === 1, 10_000, 'job reached the node')
       await server.network.drain(300)
       expect(await rowOf(server, id)).toMatchObject({ status: 'failed', can_retry: 1, reserved: 0 })
-      await waitUntil(() => node.frames.some((f) => f.type === 'job_cancel'), 10_000, 'the node told to stop')
+      await waitUntil(
+        () => node.frames.some((f) => f.type === 'job_cancel'),
+        10_000,
+        'the node told to stop',
+      )
       expect(await balanceOf(server, user)).toMatchObject({ held: 0 })
       node.kill()
     } finally {
@@ -145,9 +200,13 @@ describe('drain when alone', () => {
 })
 
 describe.runIf(redisUrl && databaseUrl)('a restarted process with Redis [postgres]', () => {
-  it('takes over what its previous run left once that run\'s lease lapsed', async () => {
+  it("takes over what its previous run left once that run's lease lapsed", async () => {
     const first = await startTestServer('postgres', { redisUrl }, { network })
-    const shared = { redisUrl, databaseSchema: first.core.config.databaseSchema, dataDir: first.core.config.dataDir }
+    const shared = {
+      redisUrl,
+      databaseSchema: first.core.config.databaseSchema,
+      dataDir: first.core.config.dataDir,
+    }
     const stories = await modelId(first)
     const { node } = await servingNode(first, stories)
     node.script = 'hang'
@@ -163,13 +222,24 @@ describe.runIf(redisUrl && databaseUrl)('a restarted process with Redis [postgre
     const second = await startTestServer('postgres', shared, { network })
     try {
       await waitUntil(
-        async () => (await rowOf(second, running)).status === 'failed' && (await rowOf(second, queued)).status !== 'pending',
+        async () =>
+          (await rowOf(second, running)).status === 'failed' &&
+          (await rowOf(second, queued)).status !== 'pending',
         20_000,
         'both requests taken over',
       )
-      expect(await rowOf(second, running)).toMatchObject({ can_retry: 1, error_message: TAKEN_OVER_MESSAGE, reserved: 0 })
+      expect(await rowOf(second, running)).toMatchObject({
+        can_retry: 1,
+        error_message: TAKEN_OVER_MESSAGE,
+        reserved: 0,
+      })
       // No node is connected to the new run: the queued one ran again and found none.
-      expect(await rowOf(second, queued)).toMatchObject({ status: 'failed', can_retry: 1, reserved: 0, lease_owner: second.core.processId })
+      expect(await rowOf(second, queued)).toMatchObject({
+        status: 'failed',
+        can_retry: 1,
+        reserved: 0,
+        lease_owner: second.core.processId,
+      })
       expect(await balanceOf(second, user)).toMatchObject({ balance: 1000, held: 0 })
       await expectAuditPasses(second)
     } finally {

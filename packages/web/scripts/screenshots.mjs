@@ -7,23 +7,43 @@ import { fileURLToPath } from 'node:url'
 import { chromium } from 'playwright-core'
 import { createRequire } from 'node:module'
 
-const axeSource = await readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8')
+const axeSource = await readFile(
+  createRequire(import.meta.url).resolve('axe-core/axe.min.js'),
+  'utf8',
+)
 async function axe(page, label) {
   await page.addScriptTag({ content: axeSource })
-  const result = await page.evaluate(async () => await globalThis.axe.run(document, { resultTypes: ['violations'] }))
-  for (const v of result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical')) {
-    console.log(`axe ${label}: ${v.impact} ${v.id}: ${v.help} -> ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(' | ')}`)
+  const result = await page.evaluate(
+    async () => await globalThis.axe.run(document, { resultTypes: ['violations'] }),
+  )
+  for (const v of result.violations.filter(
+    (v) => v.impact === 'serious' || v.impact === 'critical',
+  )) {
+    console.log(
+      `axe ${label}: ${v.impact} ${v.id}: ${v.help} -> ${v.nodes
+        .slice(0, 3)
+        .map((n) => n.target.join(' '))
+        .join(' | ')}`,
+    )
   }
 }
 
 const dist = fileURLToPath(new URL('../dist/', import.meta.url))
 const outDir = process.argv[2] ?? '/tmp/shots'
-const types = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css', '.svg': 'image/svg+xml' }
+const types = {
+  '.html': 'text/html',
+  '.js': 'text/javascript',
+  '.css': 'text/css',
+  '.svg': 'image/svg+xml',
+}
 
 // A real SSE stream for /api/realtime, so the streaming path runs end to end: once the client
 // subscribes to the open conversation's requests (c3) and has sent, the reply grows word by word,
 // then completes. Events go out under the subscription's own key, as the coordinator sends them.
-const streamWords = 'Once upon a time, a **tiny model** told a story about a mesh of friendly computers that shared their work.'.split(' ')
+const streamWords =
+  'Once upon a time, a **tiny model** told a story about a mesh of friendly computers that shared their work.'.split(
+    ' ',
+  )
 let sse = null
 let streamKey = null
 let sent = false
@@ -35,7 +55,19 @@ function pushStream() {
   const timer = setInterval(() => {
     i++
     const done = i >= streamWords.length
-    const record = { id: 'r9', collectionName: 'requests', conversation: 'c3', prompt: 'hi', status: done ? 'completed' : 'processing', response: streamWords.slice(0, i).join(' '), is_partial: !done, tokens_input: 3, tokens_output: i, error_message: '', can_retry: false }
+    const record = {
+      id: 'r9',
+      collectionName: 'requests',
+      conversation: 'c3',
+      prompt: 'hi',
+      status: done ? 'completed' : 'processing',
+      response: streamWords.slice(0, i).join(' '),
+      is_partial: !done,
+      tokens_input: 3,
+      tokens_output: i,
+      error_message: '',
+      can_retry: false,
+    }
     sse?.write(`event:${streamKey}\ndata:${JSON.stringify({ action: 'update', record })}\n\n`)
     if (done) {
       clearInterval(timer)
@@ -47,7 +79,11 @@ function pushStream() {
 const server = createServer(async (req, res) => {
   const path = new URL(req.url, 'http://x').pathname
   if (path === '/api/realtime' && req.method === 'GET') {
-    res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', Connection: 'keep-alive' })
+    res.writeHead(200, {
+      'Content-Type': 'text/event-stream',
+      'Cache-Control': 'no-cache',
+      Connection: 'keep-alive',
+    })
     res.write('id:cid1\nevent:PB_CONNECT\ndata:{"clientId":"cid1"}\n\n')
     sse = res
     return
@@ -77,51 +113,171 @@ const base = `http://127.0.0.1:${server.address().port}`
 
 const b64 = (o) => Buffer.from(JSON.stringify(o)).toString('base64url')
 const token = `${b64({ alg: 'HS256' })}.${b64({ id: 'u1', exp: 4102444800, type: 'auth' })}.sig`
-const user = { id: 'u1', collectionId: '_pb_users_auth_', collectionName: 'users', email: 'ada@example.com', name: 'ada', verified: true }
+const user = {
+  id: 'u1',
+  collectionId: '_pb_users_auth_',
+  collectionName: 'users',
+  email: 'ada@example.com',
+  name: 'ada',
+  verified: true,
+}
 const ago = (h) => new Date(Date.now() - h * 3600e3).toISOString().replace('T', ' ')
-const list = (items, page = 1, totalPages = 1) => ({ page, perPage: 50, totalItems: items.length, totalPages, items })
+const list = (items, page = 1, totalPages = 1) => ({
+  page,
+  perPage: 50,
+  totalItems: items.length,
+  totalPages,
+  items,
+})
 const models = [
-  { id: 'm1', name: 'stories260k', display_name: 'Stories 260K', description: 'A tiny story model for tests', credit_multiplier: 1, node_count: 2, sort_order: 1 },
-  { id: 'm2', name: 'llama-3-8b', display_name: 'Llama 3 8B', description: '', credit_multiplier: 2.5, node_count: 1, sort_order: 2 },
-  { id: 'm3', name: 'mixtral', display_name: 'Mixtral 8x7B', description: 'Mixture of experts', credit_multiplier: 4, node_count: 0, sort_order: 3 },
+  {
+    id: 'm1',
+    name: 'stories260k',
+    display_name: 'Stories 260K',
+    description: 'A tiny story model for tests',
+    credit_multiplier: 1,
+    node_count: 2,
+    sort_order: 1,
+  },
+  {
+    id: 'm2',
+    name: 'llama-3-8b',
+    display_name: 'Llama 3 8B',
+    description: '',
+    credit_multiplier: 2.5,
+    node_count: 1,
+    sort_order: 2,
+  },
+  {
+    id: 'm3',
+    name: 'mixtral',
+    display_name: 'Mixtral 8x7B',
+    description: 'Mixture of experts',
+    credit_multiplier: 4,
+    node_count: 0,
+    sort_order: 3,
+  },
 ]
 const convs = [
-  { id: 'c1', user: 'u1', model: 'm1', title: 'Rust Borrow Checker Help', message_count: 2, last_message_at: ago(1), created: ago(2) },
-  { id: 'c2', user: 'u1', model: 'm2', title: 'Trip ideas for Lisbon', message_count: 4, last_message_at: ago(30), created: ago(30) },
-  { id: 'c3', user: 'u1', model: 'm1', title: 'New Chat', message_count: 0, last_message_at: '', created: ago(24 * 4) },
-  { id: 'c4', user: 'u1', model: 'm1', title: 'Old notes', message_count: 1, last_message_at: ago(24 * 20), created: ago(24 * 20) },
+  {
+    id: 'c1',
+    user: 'u1',
+    model: 'm1',
+    title: 'Rust Borrow Checker Help',
+    message_count: 2,
+    last_message_at: ago(1),
+    created: ago(2),
+  },
+  {
+    id: 'c2',
+    user: 'u1',
+    model: 'm2',
+    title: 'Trip ideas for Lisbon',
+    message_count: 4,
+    last_message_at: ago(30),
+    created: ago(30),
+  },
+  {
+    id: 'c3',
+    user: 'u1',
+    model: 'm1',
+    title: 'New Chat',
+    message_count: 0,
+    last_message_at: '',
+    created: ago(24 * 4),
+  },
+  {
+    id: 'c4',
+    user: 'u1',
+    model: 'm1',
+    title: 'Old notes',
+    message_count: 1,
+    last_message_at: ago(24 * 20),
+    created: ago(24 * 20),
+  },
 ]
-const md = 'Here is a **short** answer with code:\n\n```rust\nfn main() {\n    let s = String::from("hi");\n    println!("{}", s);\n}\n```\n\n- one\n- two\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n<script>alert(1)</script>[bad](javascript:alert(1))'
+const md =
+  'Here is a **short** answer with code:\n\n```rust\nfn main() {\n    let s = String::from("hi");\n    println!("{}", s);\n}\n```\n\n- one\n- two\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n<script>alert(1)</script>[bad](javascript:alert(1))'
 const reqs = [
-  { id: 'r1', conversation: 'c1', prompt: 'How do I fix "borrowed value does not live long enough"?', model: 'm1', status: 'completed', response: md, tokens_input: 12, tokens_output: 80, error_message: '', can_retry: false, is_partial: false, created: ago(1) },
-  { id: 'r2', conversation: 'c1', prompt: 'And with lifetimes?', model: 'm1', status: 'failed', response: '', tokens_input: 0, tokens_output: 0, error_message: 'No node could serve this request', can_retry: true, is_partial: false, created: ago(0.5) },
+  {
+    id: 'r1',
+    conversation: 'c1',
+    prompt: 'How do I fix "borrowed value does not live long enough"?',
+    model: 'm1',
+    status: 'completed',
+    response: md,
+    tokens_input: 12,
+    tokens_output: 80,
+    error_message: '',
+    can_retry: false,
+    is_partial: false,
+    created: ago(1),
+  },
+  {
+    id: 'r2',
+    conversation: 'c1',
+    prompt: 'And with lifetimes?',
+    model: 'm1',
+    status: 'failed',
+    response: '',
+    tokens_input: 0,
+    tokens_output: 0,
+    error_message: 'No node could serve this request',
+    can_retry: true,
+    is_partial: false,
+    created: ago(0.5),
+  },
 ]
-const txTypes = ['credit_admin', 'debit_inference_request', 'credit_inference_request', 'debit_admin']
+const txTypes = [
+  'credit_admin',
+  'debit_inference_request',
+  'credit_inference_request',
+  'debit_admin',
+]
 const txs = Array.from({ length: 50 }, (_, i) => ({
-  id: `t${i}`, user: 'u1', type: txTypes[i % 4], amount: i % 4 === 0 ? 1000 : 7 + i, created: ago(i),
-  expand: { request: { id: 'r1', expand: { model: { name: 'stories260k', display_name: 'Stories 260K' } } } },
+  id: `t${i}`,
+  user: 'u1',
+  type: txTypes[i % 4],
+  amount: i % 4 === 0 ? 1000 : 7 + i,
+  created: ago(i),
+  expand: {
+    request: { id: 'r1', expand: { model: { name: 'stories260k', display_name: 'Stories 260K' } } },
+  },
 }))
 
 function api(route) {
   const url = new URL(route.request().url())
   const p = url.pathname
-  const json = (body, status = 200) => route.fulfill({ status, contentType: 'application/json', body: JSON.stringify(body) })
+  const json = (body, status = 200) =>
+    route.fulfill({ status, contentType: 'application/json', body: JSON.stringify(body) })
   if (p.endsWith('/auth-refresh')) return json({ token, record: user })
-  if (p.endsWith('/auth-with-password')) return json({ message: 'Failed to authenticate.', status: 400, data: {} }, 400)
+  if (p.endsWith('/auth-with-password'))
+    return json({ message: 'Failed to authenticate.', status: 400, data: {} }, 400)
   if (p === '/api/realtime') return route.continue()
   if (p.includes('/conversations/records')) return json(list(globalThis.noConvs ? [] : convs))
   if (p.includes('/available_models/records')) return json(list(models))
-  if (p.includes('/requests/records/')) return json({ ...reqs[0], id: 'r9', prompt: 'hi', status: 'pending', response: '' })
-  if (p.includes('/requests/records')) return json(list(url.searchParams.get('filter')?.includes('c1') ? reqs : []))
+  if (p.includes('/requests/records/'))
+    return json({ ...reqs[0], id: 'r9', prompt: 'hi', status: 'pending', response: '' })
+  if (p.includes('/requests/records'))
+    return json(list(url.searchParams.get('filter')?.includes('c1') ? reqs : []))
   if (p.includes('/config/records')) return json(list([{ default_temperature: 0.7 }]))
-  if (p.includes('/user_balances/records')) return json(list([{ balance: 9876.5, total_earned: 120, total_spent: 243.5 }]))
-  if (p.includes('/user_credit_txs/records')) return json(list(txs, Number(url.searchParams.get('page') ?? 1), 3))
+  if (p.includes('/user_balances/records'))
+    return json(list([{ balance: 9876.5, total_earned: 120, total_spent: 243.5 }]))
+  if (p.includes('/user_credit_txs/records'))
+    return json(list(txs, Number(url.searchParams.get('page') ?? 1), 3))
   if (p === '/api/chat/send') {
     sent = true
     setTimeout(pushStream, 50)
     return json({ request_id: 'r9', status: 'queued', position: 0 })
   }
-  if (p === '/api/chat/quote') return json({ available: 1000, estimated_input: 2, max_cost: 258, output_cap: 256, min_cost: 18 })
+  if (p === '/api/chat/quote')
+    return json({
+      available: 1000,
+      estimated_input: 2,
+      max_cost: 258,
+      output_cap: 256,
+      min_cost: 18,
+    })
   return json({ status: 404, message: 'Not found', data: {} }, 404)
 }
 
@@ -161,7 +317,11 @@ for (const theme of ['light', 'dark']) {
   }
 }
 // Interactions.
-for (const [width, theme] of [[1280, 'light'], [390, 'light'], [1280, 'dark']]) {
+for (const [width, theme] of [
+  [1280, 'light'],
+  [390, 'light'],
+  [1280, 'dark'],
+]) {
   const ctx = await browser.newContext({ viewport: { width, height: 820 } })
   await ctx.route('**/api/**', api)
   const page = await ctx.newPage()

@@ -251,7 +251,9 @@ describe('startAgent draining (SIGTERM)', () => {
       const serving = coord.waitFor(status('nd1', (s) => s.is_serving))
       coord.send({
         type: 'desired_state',
-        node_models: [{ id: 'nd1', model: stories, requested_download: true, requested_serving: true }],
+        node_models: [
+          { id: 'nd1', model: stories, requested_download: true, requested_serving: true },
+        ],
       })
       await serving
       const firstChunk = coord.waitFor(of('d1', 'job_chunk'))

@@ -33,7 +33,12 @@ describe('structured logs', () => {
     expect(id).toMatch(/^[0-9a-f-]{36}$/)
 
     expect(lines).toHaveLength(2)
-    expect(lines[0]).toMatchObject({ level: 40, msg: 'inside the handler', reqId: id, collection: 'requests' })
+    expect(lines[0]).toMatchObject({
+      level: 40,
+      msg: 'inside the handler',
+      reqId: id,
+      collection: 'requests',
+    })
     expect(lines[1]).toMatchObject({
       level: 30,
       msg: 'request',
@@ -47,7 +52,9 @@ describe('structured logs', () => {
     expect(JSON.stringify(lines[1])).not.toContain('abc123def456ghi')
 
     // A sane id from the caller (a proxy's) is kept; another request gets its own.
-    const traced = await app.request('/api/collections/x/records/y', { headers: { 'X-Request-Id': 'edge-42' } })
+    const traced = await app.request('/api/collections/x/records/y', {
+      headers: { 'X-Request-Id': 'edge-42' },
+    })
     expect(traced.headers.get('X-Request-Id')).toBe('edge-42')
     expect(lines.at(-1)).toMatchObject({ reqId: 'edge-42', status: 200 })
     const other = await app.request('/nowhere')

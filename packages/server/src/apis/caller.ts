@@ -22,7 +22,9 @@ export function clientOrigin(c: Context): ClientOrigin {
   if (cached) return cached
   const resolve = (c.get('resolveOrigin' as never) as OriginResolver | undefined) ?? untrusting
   const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming
-  const origin = incoming ? resolve(incoming) : { address: 'unknown', host: 'localhost', proto: 'http' as const }
+  const origin = incoming
+    ? resolve(incoming)
+    : { address: 'unknown', host: 'localhost', proto: 'http' as const }
   c.set('clientOrigin' as never, origin as never)
   return origin
 }

@@ -16,7 +16,15 @@ export function onError(err: Error, c: Context) {
   if (err instanceof ApiError) return errorResponse(c, err)
   if (err instanceof HTTPException) {
     const status = err.status
-    return errorResponse(c, new ApiError(status, status === 413 ? 'Request entity too large.' : err.message || 'Something went wrong while processing your request.'))
+    return errorResponse(
+      c,
+      new ApiError(
+        status,
+        status === 413
+          ? 'Request entity too large.'
+          : err.message || 'Something went wrong while processing your request.',
+      ),
+    )
   }
   if (isUnavailable(err)) {
     log.error({ method: c.req.method, path: c.req.path, err: err.message }, 'service unavailable')
@@ -33,8 +41,13 @@ export function onNotFound(c: Context) {
 /** The database (or another backend) cannot be reached right now: not the request's fault. */
 function isUnavailable(err: Error): boolean {
   const code = String((err as { code?: unknown }).code ?? '')
-  if (['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH'].includes(code)) return true
+  if (
+    ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH'].includes(code)
+  )
+    return true
   // PostgreSQL: connection exceptions (class 08) and the server shutting down (57P01-57P03).
   if (/^08|^57P0[123]$/.test(code)) return true
-  return /Connection terminated|timeout exceeded when trying to connect|Connection is closed/i.test(err.message)
+  return /Connection terminated|timeout exceeded when trying to connect|Connection is closed/i.test(
+    err.message,
+  )
 }

@@ -13,7 +13,9 @@ const PING_TIMEOUT_MS = 2000
 
 async function ping(check: () => Promise<boolean>): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined
-  const late = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), PING_TIMEOUT_MS)))
+  const late = new Promise<boolean>(
+    (resolve) => (timer = setTimeout(() => resolve(false), PING_TIMEOUT_MS)),
+  )
   try {
     return await Promise.race([check().catch(() => false), late])
   } finally {
@@ -23,7 +25,10 @@ async function ping(check: () => Promise<boolean>): Promise<boolean> {
 
 /** Whether the database and (when configured) Redis answer: what this process needs to serve. */
 async function services(core: CoreApp) {
-  const [database, bus] = await Promise.all([ping(() => core.database.ping()), ping(() => core.bus.ping())])
+  const [database, bus] = await Promise.all([
+    ping(() => core.database.ping()),
+    ping(() => core.bus.ping()),
+  ])
   return { database, bus, redisConfigured: core.bus.kind === 'redis' }
 }
 
@@ -35,7 +40,10 @@ export function bindHealth(app: Hono, core: CoreApp) {
     const { database, bus } = await services(core)
     if (database && bus) return c.json({ message: 'API is healthy.', code: 200, data: {} })
     const down = [!database && 'the database', !bus && 'Redis'].filter(Boolean).join(' and ')
-    return c.json({ message: `API is not healthy: ${down} cannot be reached.`, code: 503, data: {} }, 503)
+    return c.json(
+      { message: `API is not healthy: ${down} cannot be reached.`, code: 503, data: {} },
+      503,
+    )
   })
 
   app.get('/api/system/health', async (c) => {

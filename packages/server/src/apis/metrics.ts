@@ -79,7 +79,7 @@ export function createMetrics(token: string, { core, hub, network }: MetricsSour
   })
   new Counter({
     name: 'meshwork_db_statements_total',
-    help: 'Database statements this process ran (transactions\' BEGIN and COMMIT included).',
+    help: "Database statements this process ran (transactions' BEGIN and COMMIT included).",
     registers: [registry],
     collect() {
       this.reset()
@@ -136,7 +136,8 @@ export function createMetrics(token: string, { core, hub, network }: MetricsSour
   const stopCounting = core.events.on((change) => {
     if (change.collection.name !== 'requests' || change.action !== 'update') return
     const status = change.row.status
-    if ((status === 'completed' || status === 'failed') && !Number(change.row.is_partial)) chatRequests.inc({ status })
+    if ((status === 'completed' || status === 'failed') && !Number(change.row.is_partial))
+      chatRequests.inc({ status })
   })
 
   const expected = Buffer.from(`Bearer ${token}`)

@@ -4,7 +4,11 @@
  * model-download.ts.
  */
 import type { Context, Hono } from 'hono'
-import { CANCEL_REQUEST_PATH, startFlowRequestSchema, waitFlowRequestSchema } from '@meshwork/protocol'
+import {
+  CANCEL_REQUEST_PATH,
+  startFlowRequestSchema,
+  waitFlowRequestSchema,
+} from '@meshwork/protocol'
 import type { CoreApp } from '../core/app.ts'
 import type { Caller } from '../core/records/caller.ts'
 import { exactError } from '../core/chat/chat-service.ts'
@@ -18,7 +22,10 @@ import { readBody } from './request-body.ts'
 export function bindNetworkRoutes(app: Hono, core: CoreApp, network: InferenceNetwork) {
   // Sends and retries per user per minute (MESHWORK_CHAT_RATE_LIMIT). Counted before the send
   // runs, so parallel sends cannot pass together; a send refused by validation gives its count back.
-  const chatSends = core.limits.create('chat-send', { points: core.config.chatRateLimit ?? 0, windowSeconds: 60 })
+  const chatSends = core.limits.create('chat-send', {
+    points: core.config.chatRateLimit ?? 0,
+    windowSeconds: 60,
+  })
   const limitedSend = async <T>(caller: Caller, send: () => Promise<T>): Promise<T> => {
     const user = caller.auth ? String(caller.auth.id) : ''
     if (!user) return send() // answers 401
@@ -91,7 +98,11 @@ export function bindNetworkRoutes(app: Hono, core: CoreApp, network: InferenceNe
   app.post('/api/chat/send', async (c) => {
     const body = await readBody(c)
     limitText(body, { conversation_id: MAX_SHORT_TEXT, model_id: MAX_SHORT_TEXT })
-    limitText(body, { prompt: MAX_PROMPT_LENGTH }, `Prompt is too long (at most ${MAX_PROMPT_LENGTH} characters)`)
+    limitText(
+      body,
+      { prompt: MAX_PROMPT_LENGTH },
+      `Prompt is too long (at most ${MAX_PROMPT_LENGTH} characters)`,
+    )
     const caller = await callerOf(c, core.auth)
     return c.json(await limitedSend(caller, () => network.chat.send(caller, body)))
   })

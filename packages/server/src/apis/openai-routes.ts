@@ -27,8 +27,14 @@ const MAX_BODY_BYTES = 1024 * 1024
 
 export function bindOpenAiRoutes(app: Hono, core: CoreApp, api: OpenAiApi) {
   // Shared by every process through Redis when configured (tools/rate-limiter.ts).
-  const perKey = core.limits.create('api-key', { points: core.config.apiKeyRateLimit ?? 0, windowSeconds: 60 })
-  const perUser = core.limits.create('api-user', { points: core.config.apiUserRateLimit ?? 0, windowSeconds: 60 })
+  const perKey = core.limits.create('api-key', {
+    points: core.config.apiKeyRateLimit ?? 0,
+    windowSeconds: 60,
+  })
+  const perUser = core.limits.create('api-user', {
+    points: core.config.apiUserRateLimit ?? 0,
+    windowSeconds: 60,
+  })
 
   const preflight = cors({
     origin: '*',
@@ -97,7 +103,9 @@ export function bindOpenAiRoutes(app: Hono, core: CoreApp, api: OpenAiApi) {
 function stopWhenGone(c: Context, api: OpenAiApi, requestId: string) {
   const signal = c.req.raw.signal
   const stop = () => {
-    api.stop(requestId).catch((err: unknown) => log.error({ err }, 'stopping an abandoned request failed'))
+    api
+      .stop(requestId)
+      .catch((err: unknown) => log.error({ err }, 'stopping an abandoned request failed'))
   }
   if (signal.aborted) stop()
   else signal.addEventListener('abort', stop, { once: true })

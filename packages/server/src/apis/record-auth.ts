@@ -39,6 +39,7 @@ export function bindRecordAuth(app: Hono, core: CoreApp) {
 
 function requireAuthCollection(name: string) {
   const collection = requireCollection(name)
-  if (collection.type !== 'auth') throw new ApiError(404, 'Missing or invalid auth collection context.')
+  if (collection.type !== 'auth')
+    throw new ApiError(404, 'Missing or invalid auth collection context.')
   return collection
 }

@@ -4,7 +4,12 @@
 import type { Context, Hono } from 'hono'
 import type { CoreApp } from '../core/app.ts'
 import { requireCollection } from '../core/collections/registry.ts'
-import { FieldsError, parseFields, pickFields, topLevelKeys } from '../core/records/fields-picker.ts'
+import {
+  FieldsError,
+  parseFields,
+  pickFields,
+  topLevelKeys,
+} from '../core/records/fields-picker.ts'
 import type { CollectionDef } from '../core/collections/collection-def.ts'
 import { badRequest, tooManyRequests } from '../tools/api-error.ts'
 import { jsonLongerThan } from '../tools/json-shape.ts'
@@ -16,7 +21,10 @@ export function bindRecordCrud(app: Hono, core: CoreApp) {
   // Sign-ups per client address per hour (MESHWORK_SIGNUP_LIMIT): each new account is given
   // credits. Counted before the account is created, so parallel sign-ups cannot pass together;
   // one that fails validation gives its count back.
-  const signups = core.limits.create('signup', { points: core.config.signupLimit ?? 0, windowSeconds: 3600 })
+  const signups = core.limits.create('signup', {
+    points: core.config.signupLimit ?? 0,
+    windowSeconds: 3600,
+  })
   const signUp = async <T>(address: string, create: () => Promise<T>): Promise<T> => {
     const taken = await signups.take(address)
     if (!taken.allowed) throw tooManyRequests(taken.retryAfterMs)
@@ -52,7 +60,10 @@ export function bindRecordCrud(app: Hono, core: CoreApp) {
     const collection = requireCollection(c.req.param('collection'))
     checkFields(c, collection)
     const caller = await callerOf(c, core.auth)
-    return respond(c, await core.records.view(caller, collection, c.req.param('id'), c.req.query('expand')))
+    return respond(
+      c,
+      await core.records.view(caller, collection, c.req.param('id'), c.req.query('expand')),
+    )
   })
 
   app.post(base, async (c) => {
@@ -61,7 +72,10 @@ export function bindRecordCrud(app: Hono, core: CoreApp) {
     const caller = await callerOf(c, core.auth)
     const body = await readBody(c)
     const create = () => core.records.create(caller, collection, body, c.req.query('expand'))
-    return respond(c, collection.type === 'auth' ? await signUp(clientAddress(c), create) : await create())
+    return respond(
+      c,
+      collection.type === 'auth' ? await signUp(clientAddress(c), create) : await create(),
+    )
   })
 
   app.patch(`${base}/:id`, async (c) => {
@@ -69,7 +83,10 @@ export function bindRecordCrud(app: Hono, core: CoreApp) {
     checkFields(c, collection)
     const caller = await callerOf(c, core.auth)
     const body = await readBody(c)
-    return respond(c, await core.records.update(caller, collection, c.req.param('id'), body, c.req.query('expand')))
+    return respond(
+      c,
+      await core.records.update(caller, collection, c.req.param('id'), body, c.req.query('expand')),
+    )
   })
 
   app.delete(`${base}/:id`, async (c) => {
@@ -105,14 +122,22 @@ export function checkFields(c: Context, collection?: CollectionDef) {
 export function respond(c: Context, data: unknown) {
   const pick = checkFields(c)
   let out = data
-  if (pick && data && typeof data === 'object' && 'items' in data && Array.isArray((data as { items: unknown[] }).items)) {
+  if (
+    pick &&
+    data &&
+    typeof data === 'object' &&
+    'items' in data &&
+    Array.isArray((data as { items: unknown[] }).items)
+  ) {
     const list = data as { items: unknown[] }
     out = { ...list, items: list.items.map((item) => pickFields(item, pick)) }
   } else if (pick) out = pickFields(data, pick)
   // Expand can multiply a page many times over (each item carrying the same large related
   // records); serialising tens of MB would hold the event loop, so such an answer is refused.
   if (jsonLongerThan(out)) {
-    throw badRequest('The response would be too large: ask for fewer records (perPage), expands or fields.')
+    throw badRequest(
+      'The response would be too large: ask for fewer records (perPage), expands or fields.',
+    )
   }
   return c.json(out)
 }
@@ -120,7 +145,8 @@ export function respond(c: Context, data: unknown) {
 function intParam(value: string | undefined, name: string): number | undefined {
   if (value === undefined || value === '') return undefined
   const n = Number(value)
-  if (!/^-?\d+$/.test(value.trim()) || !Number.isSafeInteger(n)) throw badRequest(`Invalid ${name} parameter.`)
+  if (!/^-?\d+$/.test(value.trim()) || !Number.isSafeInteger(n))
+    throw badRequest(`Invalid ${name} parameter.`)
   return n
 }
 

@@ -29,7 +29,13 @@ export interface RouterParts {
   resolveOrigin?: OriginResolver
 }
 
-export function createRouter({ core, realtime, extra = [], metrics, resolveOrigin }: RouterParts): Hono {
+export function createRouter({
+  core,
+  realtime,
+  extra = [],
+  metrics,
+  resolveOrigin,
+}: RouterParts): Hono {
   const app = new Hono()
   app.onError(onError)
   app.notFound(onNotFound)
@@ -44,7 +50,10 @@ export function createRouter({ core, realtime, extra = [], metrics, resolveOrigi
   // Every response carries `Access-Control-Allow-Origin: *`, set on the node response in server.ts;
   // Hono's cors answers the preflight only (touching its Response headers on every request cost a
   // tenth of a list request). Bodies are limited where a method has one.
-  const preflight = cors({ origin: '*', allowMethods: ['GET', 'HEAD', 'PUT', 'PATCH', 'POST', 'DELETE'] })
+  const preflight = cors({
+    origin: '*',
+    allowMethods: ['GET', 'HEAD', 'PUT', 'PATCH', 'POST', 'DELETE'],
+  })
   const limit = bodyLimit({ maxSize: MAX_BODY_BYTES })
   app.use('/api/*', (c, next) => {
     if (urlHasNul(c.req.url)) throw badRequest('Text may not contain NUL characters.')

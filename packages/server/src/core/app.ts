@@ -41,39 +41,61 @@ export interface CoreApp {
 }
 
 export async function createCore(config: Config): Promise<CoreApp> {
-  const database = await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir, schema: config.databaseSchema })
+  const database = await openDatabase({
+    url: config.databaseUrl,
+    dataDir: config.dataDir,
+    schema: config.databaseSchema,
+  })
   await migrateToLatest(database.db, config.databaseSchema)
   const secret = config.secret ?? (await getOrCreateSetting(database.db, 'auth_secret', newSecret))
   const tokens: TokenConfig = { secret, ttlSeconds: config.tokenTtlSeconds }
   const prefix = `${config.redisPrefix ?? 'meshwork'}:`
   const bus: Bus = config.redisUrl ? new RedisBus(config.redisUrl, prefix) : new MemoryBus()
-  const redis = config.redisUrl ? new Redis(config.redisUrl, { keyPrefix: prefix, maxRetriesPerRequest: 2 }) : undefined
+  const redis = config.redisUrl
+    ? new Redis(config.redisUrl, { keyPrefix: prefix, maxRetriesPerRequest: 2 })
+    : undefined
   // Connection errors surface through the calls that need Redis and health; ioredis reconnects.
   redis?.on('error', () => {})
   const events = new RecordEvents()
   const hooks = new RecordHooks()
   const records = createRecordsService(database, events, hooks)
-  const limits = createLimiters({ redisUrl: config.redisUrl, prefix: config.redisPrefix ?? 'meshwork' })
+  const limits = createLimiters({
+    redisUrl: config.redisUrl,
+    prefix: config.redisPrefix ?? 'meshwork',
+  })
   // Scaled out, the first requests must already count together with the other processes.
   await limits.ready()
-  const auth = createAuthService(database, records, tokens, new LoginThrottle(limits, config.loginThrottle))
+  const auth = createAuthService(
+    database,
+    records,
+    tokens,
+    new LoginThrottle(limits, config.loginThrottle),
+  )
 
   bindLedgerHooks(hooks, config.initialCredits)
 
   registerConversationHooks(hooks)
 
   // Spec: a node cannot be switched on unless at least one of its models is serving.
-  hooks.onClientUpdate('nodes', async (db, existing, values): Promise<Record<string, { code: string; message: string }>> => {
-    if (values.is_active !== 1 || Number(existing.is_active) === 1) return {}
-    const serving = await db
-      .selectFrom('node_models')
-      .select('id')
-      .where('node', '=', existing.id as string)
-      .where('is_serving', '=', 1)
-      .executeTakeFirst()
-    if (serving) return {}
-    return { is_active: { code: 'validation_no_serving_model', message: 'Node activation requires at least one serving model.' } }
-  })
+  hooks.onClientUpdate(
+    'nodes',
+    async (db, existing, values): Promise<Record<string, { code: string; message: string }>> => {
+      if (values.is_active !== 1 || Number(existing.is_active) === 1) return {}
+      const serving = await db
+        .selectFrom('node_models')
+        .select('id')
+        .where('node', '=', existing.id as string)
+        .where('is_serving', '=', 1)
+        .executeTakeFirst()
+      if (serving) return {}
+      return {
+        is_active: {
+          code: 'validation_no_serving_model',
+          message: 'Node activation requires at least one serving model.',
+        },
+      }
+    },
+  )
 
   return {
     config,

@@ -19,7 +19,8 @@ describe('SQLite rows through the statement cache', () => {
     rmSync(dir, { recursive: true, force: true })
   })
 
-  const selectAll = () => sql<Record<string, unknown>>`SELECT * FROM t ORDER BY id`.execute(database.db)
+  const selectAll = () =>
+    sql<Record<string, unknown>>`SELECT * FROM t ORDER BY id`.execute(database.db)
 
   it('come back as objects keyed by column, the same on every run of a cached statement', async () => {
     const expected = [
@@ -41,7 +42,9 @@ describe('SQLite rows through the statement cache', () => {
   })
 
   it('keep writes, RETURNING and counts working', async () => {
-    const inserted = await sql<{ id: string }>`INSERT INTO t (id, n) VALUES ('c', 3) RETURNING id, n`.execute(database.db)
+    const inserted = await sql<{
+      id: string
+    }>`INSERT INTO t (id, n) VALUES ('c', 3) RETURNING id, n`.execute(database.db)
     expect(inserted.rows).toEqual([{ id: 'c', n: 3 }])
     const updated = await sql`UPDATE t SET n = n + 1`.execute(database.db)
     expect(updated.numAffectedRows).toBe(3n)

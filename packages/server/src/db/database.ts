@@ -102,7 +102,10 @@ async function openPostgres(url: string, schema?: string): Promise<Database> {
   // without a listener its 'error' event would end the process.
   pool.on('error', (err) => console.error('PostgreSQL connection lost:', err.message))
   const statements = { count: 0 }
-  const db: Db = new Kysely({ dialect: new PostgresDialect({ pool }), log: countStatements(statements) })
+  const db: Db = new Kysely({
+    dialect: new PostgresDialect({ pool }),
+    log: countStatements(statements),
+  })
   return {
     db,
     dialect: 'postgres',
@@ -142,10 +145,23 @@ export const SQLITE_LIKE_BUDGET = 8_000_000
 function overrideLike(driver: SqliteDatabase.Database) {
   const like = (pattern: unknown, value: unknown, escape: unknown) => {
     if (pattern === null || value === null) return null
-    return likeMatch(String(value), String(pattern), statementLikeBudget, escape === undefined ? null : String(escape)) ? 1 : 0
+    return likeMatch(
+      String(value),
+      String(pattern),
+      statementLikeBudget,
+      escape === undefined ? null : String(escape),
+    )
+      ? 1
+      : 0
   }
-  driver.function('like', { deterministic: true }, (pattern: unknown, value: unknown) => like(pattern, value, undefined))
-  driver.function('like', { deterministic: true }, (pattern: unknown, value: unknown, escape: unknown) => like(pattern, value, escape))
+  driver.function('like', { deterministic: true }, (pattern: unknown, value: unknown) =>
+    like(pattern, value, undefined),
+  )
+  driver.function(
+    'like',
+    { deterministic: true },
+    (pattern: unknown, value: unknown, escape: unknown) => like(pattern, value, escape),
+  )
 }
 
 function withLikeBudget<T>(run: () => T): T {

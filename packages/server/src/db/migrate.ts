@@ -38,7 +38,11 @@ export async function migrateToLatest(db: Db, schema?: string): Promise<string[]
 }
 
 /** Runs the migrations up to and including `last` (tests of a migration start from the one before). */
-export async function migrateTo(db: Db, last: string | undefined, schema?: string): Promise<string[]> {
+export async function migrateTo(
+  db: Db,
+  last: string | undefined,
+  schema?: string,
+): Promise<string[]> {
   // With a schema, the bookkeeping table lives there too (Kysely would otherwise find another
   // schema's copy when it looks for it).
   // Helpers number their migrations in separate ranges and land in any order, so a database may

@@ -15,7 +15,12 @@ export class ApiError extends Error {
   /** Sent as Retry-After (seconds) when set: rate limits. */
   retryAfterSeconds = 0
 
-  constructor(status: number, message: string, data: Record<string, unknown> = {}, cause?: unknown) {
+  constructor(
+    status: number,
+    message: string,
+    data: Record<string, unknown> = {},
+    cause?: unknown,
+  ) {
     super(sentenize(message), { cause })
     this.name = 'ApiError'
     this.status = status
@@ -34,12 +39,17 @@ export function sentenize(text: string): string {
   return /[.?!]$/.test(first) ? first : `${first}.`
 }
 
-export const badRequest = (message = 'Something went wrong while processing your request.', data = {}, cause?: unknown) =>
-  new ApiError(400, message, data, cause)
+export const badRequest = (
+  message = 'Something went wrong while processing your request.',
+  data = {},
+  cause?: unknown,
+) => new ApiError(400, message, data, cause)
 export const unauthorized = (message = 'The request requires valid record authorization token.') =>
   new ApiError(401, message)
-export const forbidden = (message = 'Only superusers can perform this action.') => new ApiError(403, message)
-export const notFound = (message = "The requested resource wasn't found.") => new ApiError(404, message)
+export const forbidden = (message = 'Only superusers can perform this action.') =>
+  new ApiError(403, message)
+export const notFound = (message = "The requested resource wasn't found.") =>
+  new ApiError(404, message)
 /** PocketBase's 429; `retryAfterMs` becomes a Retry-After header (errors.ts). */
 export function tooManyRequests(retryAfterMs = 0): ApiError {
   const err = new ApiError(429, 'Too Many Requests.')
@@ -50,6 +60,7 @@ export function tooManyRequests(retryAfterMs = 0): ApiError {
 /** A validation failure on named fields, in PocketBase's shape. */
 export function validationError(message: string, fields: Record<string, FieldError>): ApiError {
   const data: Record<string, FieldError> = {}
-  for (const [name, err] of Object.entries(fields)) data[name] = { ...err, message: sentenize(err.message) }
+  for (const [name, err] of Object.entries(fields))
+    data[name] = { ...err, message: sentenize(err.message) }
   return new ApiError(400, message, data)
 }

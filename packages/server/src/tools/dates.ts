@@ -12,6 +12,8 @@ export function parseDate(value: unknown): string | null {
   if (value === '' || value === null || value === undefined) return ''
   if (typeof value === 'number') return formatDate(new Date(value * 1000))
   if (typeof value !== 'string') return null
-  const date = new Date(value.includes(' ') && !value.includes('T') ? value.replace(' ', 'T') : value)
+  const date = new Date(
+    value.includes(' ') && !value.includes('T') ? value.replace(' ', 'T') : value,
+  )
   return Number.isNaN(date.getTime()) ? null : formatDate(date)
 }

@@ -46,7 +46,9 @@ export function createLogger(options: LogOptions = {}): Logger {
   }
   const destination =
     options.destination ??
-    (format === 'pretty' ? pretty({ colorize: true, sync: true, ignore: 'pid,hostname' }) : undefined)
+    (format === 'pretty'
+      ? pretty({ colorize: true, sync: true, ignore: 'pid,hostname' })
+      : undefined)
   return destination ? pino(base, destination) : pino(base)
 }
 

@@ -9,7 +9,8 @@ export function containsNul(value: unknown): boolean {
   if (typeof value === 'string') return value.includes('\0')
   if (Array.isArray(value)) return value.some(containsNul)
   if (value && typeof value === 'object') {
-    for (const [key, v] of Object.entries(value)) if (key.includes('\0') || containsNul(v)) return true
+    for (const [key, v] of Object.entries(value))
+      if (key.includes('\0') || containsNul(v)) return true
   }
   return false
 }

@@ -22,7 +22,8 @@ const here = (file: string) => fileURLToPath(new URL(file, import.meta.url))
 /** Every child started here, killed when this process exits however it exits. */
 const children = new Map<ChildProcess, NodeJS.Signals>()
 process.once('exit', () => {
-  for (const [child, signal] of children) if (child.exitCode === null && child.signalCode === null) child.kill(signal)
+  for (const [child, signal] of children)
+    if (child.exitCode === null && child.signalCode === null) child.kill(signal)
 })
 /** nginx gets SIGTERM (its master then stops its workers); our node processes SIGKILL. */
 const track = (child: ChildProcess, signal: NodeJS.Signals = 'SIGKILL') => {
@@ -39,7 +40,11 @@ export async function freePort(): Promise<number> {
   return port
 }
 
-export async function poll<T>(check: () => Promise<T> | T, timeoutMs: number, what: string): Promise<NonNullable<T>> {
+export async function poll<T>(
+  check: () => Promise<T> | T,
+  timeoutMs: number,
+  what: string,
+): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs
   for (;;) {
     const value = await check()
@@ -65,23 +70,35 @@ export class Coordinator {
 
   /** Started and listening (not while starting or stopping). */
   get running(): boolean {
-    return this.ready && this.child !== null && this.child.exitCode === null && this.child.signalCode === null
+    return (
+      this.ready &&
+      this.child !== null &&
+      this.child.exitCode === null &&
+      this.child.signalCode === null
+    )
   }
   private ready = false
 
   async start(): Promise<void> {
     this.ready = false
-    const child = track(fork(here('./coordinator-process.ts'), [], {
-      execArgv: ['--import', 'tsx'],
-      env: { ...this.env, PORT: String(this.port) },
-      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
-    }))
+    const child = track(
+      fork(here('./coordinator-process.ts'), [], {
+        execArgv: ['--import', 'tsx'],
+        env: { ...this.env, PORT: String(this.port) },
+        stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+      }),
+    )
     let errors = ''
     child.stderr!.on('data', (d) => (errors = (errors + d).slice(-4000)))
     this.child = child
     const ready = await new Promise<{ processId: string }>((resolve, reject) => {
-      child.on('message', (m: { type: string; processId: string }) => m.type === 'ready' && resolve(m))
-      child.once('exit', (code) => reject(new Error(`coordinator ${this.index} exited (${code}): ${errors}`)))
+      child.on(
+        'message',
+        (m: { type: string; processId: string }) => m.type === 'ready' && resolve(m),
+      )
+      child.once('exit', (code) =>
+        reject(new Error(`coordinator ${this.index} exited (${code}): ${errors}`)),
+      )
     })
     this.processId = ready.processId
     this.ready = true
@@ -133,17 +150,24 @@ export class AgentProcess {
   ) {}
 
   get running(): boolean {
-    return this.ready && this.child !== null && this.child.exitCode === null && this.child.signalCode === null
+    return (
+      this.ready &&
+      this.child !== null &&
+      this.child.exitCode === null &&
+      this.child.signalCode === null
+    )
   }
   private ready = false
 
   async start(): Promise<void> {
     this.ready = false
-    const child = track(fork(here('./agent-process.ts'), [], {
-      execArgv: ['--import', 'tsx'],
-      env: { ...this.env, NODE_HOME: this.home },
-      stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
-    }))
+    const child = track(
+      fork(here('./agent-process.ts'), [], {
+        execArgv: ['--import', 'tsx'],
+        env: { ...this.env, NODE_HOME: this.home },
+        stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
+      }),
+    )
     this.child = child
     await new Promise<void>((resolve, reject) => {
       child.on('message', (m: { type: string }) => m.type === 'ready' && resolve())
@@ -233,7 +257,9 @@ export class Cluster {
   private async startNginx() {
     const dir = this.dir
     const port = await freePort()
-    const upstreams = this.coordinators.map((c) => `    server 127.0.0.1:${c.port} max_fails=1 fail_timeout=2s;`).join('\n')
+    const upstreams = this.coordinators
+      .map((c) => `    server 127.0.0.1:${c.port} max_fails=1 fail_timeout=2s;`)
+      .join('\n')
     writeFileSync(
       join(dir, 'nginx.conf'),
       `daemon off;
@@ -270,16 +296,22 @@ ${upstreams}
 }
 `,
     )
-    this.nginx = track(spawn('nginx', ['-c', join(dir, 'nginx.conf'), '-p', dir, '-e', 'stderr'], {
-      stdio: ['ignore', 'ignore', 'pipe'],
-    }), 'SIGTERM')
+    this.nginx = track(
+      spawn('nginx', ['-c', join(dir, 'nginx.conf'), '-p', dir, '-e', 'stderr'], {
+        stdio: ['ignore', 'ignore', 'pipe'],
+      }),
+      'SIGTERM',
+    )
     let errors = ''
     this.nginx.stderr!.on('data', (d) => (errors += d))
     this.url = `http://127.0.0.1:${port}`
     await poll(
       async () => {
         if (this.nginx!.exitCode !== null) throw new Error(`nginx exited: ${errors}`)
-        return fetch(`${this.url}/api/health`).then((r) => r.ok, () => false)
+        return fetch(`${this.url}/api/health`).then(
+          (r) => r.ok,
+          () => false,
+        )
       },
       15_000,
       'nginx',
@@ -295,18 +327,28 @@ ${upstreams}
   async signUp(name: string): Promise<PocketBase> {
     const pb = this.client()
     const email = `${name}-${Math.random().toString(36).slice(2, 10)}@example.com`
-    await pb.collection('users').create({ email, password: 'password123', passwordConfirm: 'password123', name })
+    await pb
+      .collection('users')
+      .create({ email, password: 'password123', passwordConfirm: 'password123', name })
     await pb.collection('users').authWithPassword(email, 'password123')
     return pb
   }
 
   async modelId(): Promise<string> {
-    const row = await this.db.db.selectFrom('models').select('id').where('name', '=', 'stories260K').executeTakeFirstOrThrow()
+    const row = await this.db.db
+      .selectFrom('models')
+      .select('id')
+      .where('name', '=', 'stories260K')
+      .executeTakeFirstOrThrow()
     return String(row.id)
   }
 
   /** Links a device for `owner` through the balancer and starts its agent process, serving `model`. */
-  async addNode(owner: PocketBase, model: string, env: NodeJS.ProcessEnv = {}): Promise<AgentProcess> {
+  async addNode(
+    owner: PocketBase,
+    model: string,
+    env: NodeJS.ProcessEnv = {},
+  ): Promise<AgentProcess> {
     const linked = await linkDevice({
       server: this.url,
       deviceName: `sim-${this.agents.length}`,
@@ -334,8 +376,15 @@ ${upstreams}
       requested_download: true,
       requested_serving: true,
     })
-    await poll(async () => (await owner.collection('node_models').getOne(nm.id)).is_serving, 60_000, 'node serving')
-    await owner.collection('nodes').update(linked.nodeId, { is_active: true }).catch(() => {})
+    await poll(
+      async () => (await owner.collection('node_models').getOne(nm.id)).is_serving,
+      60_000,
+      'node serving',
+    )
+    await owner
+      .collection('nodes')
+      .update(linked.nodeId, { is_active: true })
+      .catch(() => {})
     return agent
   }
 
@@ -350,12 +399,20 @@ ${upstreams}
   }
 
   async request(id: string) {
-    return this.db.db.selectFrom('requests').selectAll().where('id', '=', id).executeTakeFirstOrThrow()
+    return this.db.db
+      .selectFrom('requests')
+      .selectAll()
+      .where('id', '=', id)
+      .executeTakeFirstOrThrow()
   }
 
   async invariants(): Promise<Invariants> {
     const db = this.db.db
-    const open = await db.selectFrom('requests').select('id').where('status', 'in', ['pending', 'processing']).execute()
+    const open = await db
+      .selectFrom('requests')
+      .select('id')
+      .where('status', 'in', ['pending', 'processing'])
+      .execute()
     const balances = await db.selectFrom('user_balances').select(['user', 'held']).execute()
     const reserved = await db
       .selectFrom('requests')
@@ -373,7 +430,11 @@ ${upstreams}
 
   /** Waits until nothing is open (bounded), then answers the invariants. */
   async settle(timeoutMs = 60_000): Promise<Invariants> {
-    await poll(async () => (await this.invariants()).open === 0, timeoutMs, 'every request ended').catch(() => {})
+    await poll(
+      async () => (await this.invariants()).open === 0,
+      timeoutMs,
+      'every request ended',
+    ).catch(() => {})
     return this.invariants()
   }
 

@@ -20,7 +20,10 @@ const server = await startServer(config, {
 process.send?.({ type: 'ready', url: server.url, processId: server.core.processId })
 process.on('message', (m: { type: string }) => {
   if (m.type === 'nodes')
-    process.send?.({ type: 'nodes', nodes: [...server.network.registry.locals()].map((s) => s.nodeId) })
+    process.send?.({
+      type: 'nodes',
+      nodes: [...server.network.registry.locals()].map((s) => s.nodeId),
+    })
 })
 let stopping = false
 process.on('SIGTERM', () => {

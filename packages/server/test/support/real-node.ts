@@ -40,7 +40,12 @@ export async function startRealNode(
     deviceName: device,
     onApproveUrl: (url) => {
       const token = new URL(url).searchParams.get('token')!
-      void postJson(server, '/api/auth/complete-flow', { state_token: token, user_info: {} }, owner.authStore.token)
+      void postJson(
+        server,
+        '/api/auth/complete-flow',
+        { state_token: token, user_info: {} },
+        owner.authStore.token,
+      )
     },
   })
   const home = mkdtempSync(join(tmpdir(), 'meshwork-node-'))

@@ -6,7 +6,8 @@ import { Spinner } from './spinner.tsx'
 export function ProtectedRoute() {
   const { status } = useAuth()
   const location = useLocation()
-  if (status === 'loading') return <Spinner label="Verifying authentication..." className="min-h-[60vh]" />
+  if (status === 'loading')
+    return <Spinner label="Verifying authentication..." className="min-h-[60vh]" />
   if (status === 'signed-out') return <Navigate to="/login" replace state={{ from: location }} />
   return <Outlet />
 }

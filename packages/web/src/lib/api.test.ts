@@ -4,7 +4,9 @@ import { ApiError } from './api-error.ts'
 import { pb } from './pb.ts'
 
 function mockFetch(status: number, body: string, statusText = '') {
-  const fn = vi.fn(async (_url: string, _init: RequestInit) => new Response(body, { status, statusText }))
+  const fn = vi.fn(
+    async (_url: string, _init: RequestInit) => new Response(body, { status, statusText }),
+  )
   vi.stubGlobal('fetch', fn)
   return fn
 }
@@ -17,9 +19,16 @@ describe('api helpers', () => {
 
   it('posts the chat body with the bearer token', async () => {
     pb.authStore.save('tok123', null)
-    const fetchMock = mockFetch(200, JSON.stringify({ request_id: 'r1', status: 'queued', position: 0 }))
+    const fetchMock = mockFetch(
+      200,
+      JSON.stringify({ request_id: 'r1', status: 'queued', position: 0 }),
+    )
     const input = { conversation_id: 'c1', model_id: 'm1', prompt: 'hi', temperature: 0.7 }
-    await expect(sendChat(input)).resolves.toEqual({ request_id: 'r1', status: 'queued', position: 0 })
+    await expect(sendChat(input)).resolves.toEqual({
+      request_id: 'r1',
+      status: 'queued',
+      position: 0,
+    })
     const [url, init] = fetchMock.mock.calls[0]
     expect(url).toMatch(/\/api\/chat\/send$/)
     expect(init.method).toBe('POST')
@@ -28,16 +37,23 @@ describe('api helpers', () => {
   })
   it('validates conversation and model ids before calling', async () => {
     const fetchMock = mockFetch(200, '{}')
-    await expect(sendChat({ conversation_id: '', model_id: 'm', prompt: 'x', temperature: 1 })).rejects.toThrow(
-      'Conversation ID is required',
-    )
-    await expect(sendChat({ conversation_id: 'c', model_id: '', prompt: 'x', temperature: 1 })).rejects.toThrow(
-      'Model ID is required',
-    )
+    await expect(
+      sendChat({ conversation_id: '', model_id: 'm', prompt: 'x', temperature: 1 }),
+    ).rejects.toThrow('Conversation ID is required')
+    await expect(
+      sendChat({ conversation_id: 'c', model_id: '', prompt: 'x', temperature: 1 }),
+    ).rejects.toThrow('Model ID is required')
     expect(fetchMock).not.toHaveBeenCalled()
   })
   it('surfaces the PocketBase error message', async () => {
-    mockFetch(403, JSON.stringify({ status: 403, message: 'Conversation does not belong to current user', data: {} }))
+    mockFetch(
+      403,
+      JSON.stringify({
+        status: 403,
+        message: 'Conversation does not belong to current user',
+        data: {},
+      }),
+    )
     const err = await retryRequest('r1').catch((e: unknown) => e)
     expect(err).toBeInstanceOf(ApiError)
     expect((err as ApiError).status).toBe(403)

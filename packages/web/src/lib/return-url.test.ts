@@ -13,7 +13,9 @@ describe('parseReturnParam', () => {
     expect(parseReturnParam('/profile')).toBe('/profile')
   })
   it('reduces a full URL to path, query and hash', () => {
-    const raw = encodeURIComponent('http://localhost:8090/auth/approve-node?token=abc&device=Mac#top')
+    const raw = encodeURIComponent(
+      'http://localhost:8090/auth/approve-node?token=abc&device=Mac#top',
+    )
     expect(parseReturnParam(raw)).toBe('/auth/approve-node?token=abc&device=Mac#top')
     expect(parseReturnParam('https://evil.example/steal')).toBe('/steal')
   })

@@ -8,10 +8,12 @@ export function parseReturnParam(raw: string | null | undefined): string | null 
   try {
     let decoded = decodeURIComponent(raw)
     // A caller may have encoded twice (return inside another return); one more pass is harmless.
-    if (/^https?%3A/i.test(decoded) || decoded.startsWith('%2F')) decoded = decodeURIComponent(decoded)
+    if (/^https?%3A/i.test(decoded) || decoded.startsWith('%2F'))
+      decoded = decodeURIComponent(decoded)
     if (/^[a-z][a-z0-9+.-]*:/i.test(decoded)) {
       const url = new URL(decoded)
-      if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`bad scheme ${url.protocol}`)
+      if (url.protocol !== 'http:' && url.protocol !== 'https:')
+        throw new Error(`bad scheme ${url.protocol}`)
       return `${url.pathname}${url.search}${url.hash}`
     }
     if (!decoded.startsWith('/')) throw new Error('not a path')

@@ -19,7 +19,10 @@ describe('the agent log', () => {
     const log = createAgentLog({ json: true, out })
     log.info('connected to http://127.0.0.1:8090 (4 cores)')
     log.warn('job j1 failed: boom')
-    const lines = text().trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>)
+    const lines = text()
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
     expect(lines).toMatchObject([
       { level: 30, msg: 'connected to http://127.0.0.1:8090 (4 cores)' },
       { level: 40, msg: 'job j1 failed: boom' },
@@ -32,7 +35,9 @@ describe('the agent log', () => {
     const log = createAgentLog({ json: false, out })
     log.info('stories260K: serving at 120.0 tokens/s')
     const line = text().trim()
-    expect(line).toMatch(/^\[\d{4}-\d\d-\d\dT[\d:.]+.*\] INFO: stories260K: serving at 120\.0 tokens\/s$/)
+    expect(line).toMatch(
+      /^\[\d{4}-\d\d-\d\dT[\d:.]+.*\] INFO: stories260K: serving at 120\.0 tokens\/s$/,
+    )
     expect(line).not.toContain('{')
   })
 })

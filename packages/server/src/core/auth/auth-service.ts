@@ -12,7 +12,13 @@ import type { LoginThrottle } from './login-throttle.ts'
 import { isEmail } from '../../tools/email.ts'
 import { findUserByEmail } from './email-identity.ts'
 import { dummyPasswordHash, verifyPassword } from './passwords.ts'
-import { issueAuthToken, tokenExpiry, tokenFromHeader, verifyAuthToken, type TokenConfig } from './tokens.ts'
+import {
+  issueAuthToken,
+  tokenExpiry,
+  tokenFromHeader,
+  verifyAuthToken,
+  type TokenConfig,
+} from './tokens.ts'
 
 export interface AuthResponse {
   record: RecordJson
@@ -88,11 +94,12 @@ export function createAuthService(
       const attempt = await throttle.begin(address, id)
       if (attempt.delayMs > 0) await sleep(attempt.delayMs)
 
-      const user = isEmail(id)
-        ? await findUserByEmail(database.db, id)
-        : undefined
+      const user = isEmail(id) ? await findUserByEmail(database.db, id) : undefined
       // Unknown identities still pay for a hash check, so timing does not reveal which e-mails exist.
-      const ok = await verifyPassword(user ? (user.password as string) : await dummyPasswordHash(), password as string)
+      const ok = await verifyPassword(
+        user ? (user.password as string) : await dummyPasswordHash(),
+        password as string,
+      )
       if (!user || !ok) throw badRequest('Failed to authenticate.')
       await attempt.succeeded()
       return respond(user)
@@ -100,7 +107,8 @@ export function createAuthService(
 
     async refresh(caller, collectionName) {
       const collection = requireCollection(collectionName)
-      if (collection.type !== 'auth') throw new ApiError(404, 'Missing or invalid auth collection context.')
+      if (collection.type !== 'auth')
+        throw new ApiError(404, 'Missing or invalid auth collection context.')
       if (!caller.auth) throw unauthorized()
       return respond(caller.auth)
     },

@@ -31,12 +31,26 @@ export function issueAuthToken(config: TokenConfig, user: Row, collectionId: str
 }
 
 /** The users row the token belongs to, or null for any invalid, expired or revoked token. */
-export async function verifyAuthToken(config: TokenConfig, db: Db, token: string, collectionId: string): Promise<Row | null> {
+export async function verifyAuthToken(
+  config: TokenConfig,
+  db: Db,
+  token: string,
+  collectionId: string,
+): Promise<Row | null> {
   const claims = jwt.decode(token) as Partial<Claims> | null
-  if (!claims || typeof claims.id !== 'string' || claims.type !== 'auth' || claims.collectionId !== collectionId) {
+  if (
+    !claims ||
+    typeof claims.id !== 'string' ||
+    claims.type !== 'auth' ||
+    claims.collectionId !== collectionId
+  ) {
     return null
   }
-  const user = (await db.selectFrom('users').selectAll().where('id', '=', claims.id).executeTakeFirst()) as Row | undefined
+  const user = (await db
+    .selectFrom('users')
+    .selectAll()
+    .where('id', '=', claims.id)
+    .executeTakeFirst()) as Row | undefined
   if (!user) return null
   try {
     jwt.verify(token, `${user.tokenKey}${config.secret}`, { algorithms: ['HS256'] })

@@ -217,7 +217,15 @@ export class ChatService {
       .where('id', '=', requestId)
       .executeTakeFirst()
     // Deleted with its conversation meanwhile: it ended (cancelled) with the deletion.
-    if (!row) return { request_id: requestId, status: 'cancelled', response: '', tokens_input: 0, tokens_output: 0, cost: 0 }
+    if (!row)
+      return {
+        request_id: requestId,
+        status: 'cancelled',
+        response: '',
+        tokens_input: 0,
+        tokens_output: 0,
+        cost: 0,
+      }
     return {
       request_id: requestId,
       status: requestStatusSchema.parse(row.status),
@@ -373,8 +381,13 @@ export class ChatService {
    */
   async resume(requestId: string): Promise<WorkItem | null> {
     const db = this.core.database.db
-    const row = await db.selectFrom('requests').selectAll().where('id', '=', requestId).executeTakeFirst()
-    if (!row || row.status !== 'pending' || row.api_key || !row.user || !row.conversation) return null
+    const row = await db
+      .selectFrom('requests')
+      .selectAll()
+      .where('id', '=', requestId)
+      .executeTakeFirst()
+    if (!row || row.status !== 'pending' || row.api_key || !row.user || !row.conversation)
+      return null
     const model = await db
       .selectFrom('models')
       .select('credit_multiplier')
@@ -385,11 +398,19 @@ export class ChatService {
     const meterRule = await this.metering.rule(String(row.model))
     const count = (contents: string[]) => countInput(contents, meterRule)
     const history = await conversationHistory(db, String(row.conversation), String(row.created))
-    const built = buildPrompt(history, String(row.prompt), CONTEXT_LENGTH, this.maxOutputTokens, count)
+    const built = buildPrompt(
+      history,
+      String(row.prompt),
+      CONTEXT_LENGTH,
+      this.maxOutputTokens,
+      count,
+    )
     const reservedUnits = Number(row.reserved ?? 0)
     // The hold was (input + output cap) x multiplier: the same output cap again.
     const paidOutput =
-      multiplierUnits > 0 ? Math.floor(reservedUnits / multiplierUnits) - built.estimatedInput : this.maxOutputTokens
+      multiplierUnits > 0
+        ? Math.floor(reservedUnits / multiplierUnits) - built.estimatedInput
+        : this.maxOutputTokens
     const maxTokens = Math.min(this.maxOutputTokens, paidOutput)
     if (!(maxTokens >= 1)) return null
     const sampling: Omit<Sampling, 'max_tokens'> = {

@@ -256,9 +256,22 @@ const nodes: CollectionDef = {
   type: 'base',
   ownerRule: ownUser,
   fields: [
-    { name: 'user', type: 'relation', collection: 'users', required: true, system: true, cascadeDelete: true },
+    {
+      name: 'user',
+      type: 'relation',
+      collection: 'users',
+      required: true,
+      system: true,
+      cascadeDelete: true,
+    },
     { name: 'device_name', type: 'text', required: true, max: 100, default: 'Unknown' },
-    { name: 'status', type: 'select', values: ['online', 'busy', 'offline'], default: 'offline', system: true },
+    {
+      name: 'status',
+      type: 'select',
+      values: ['online', 'busy', 'offline'],
+      default: 'offline',
+      system: true,
+    },
     { name: 'total_requests', type: 'number', system: true },
     { name: 'reputation_score', type: 'number', default: 5, system: true },
     { name: 'is_active', type: 'bool', default: true },
@@ -339,7 +352,13 @@ const nodeJobs: CollectionDef = {
   type: 'base',
   ownerRule: ownNode,
   fields: [
-    { name: 'request', type: 'relation', collection: 'requests', cascadeDelete: true, private: true },
+    {
+      name: 'request',
+      type: 'relation',
+      collection: 'requests',
+      cascadeDelete: true,
+      private: true,
+    },
     { name: 'node', type: 'relation', collection: 'nodes', private: true },
     {
       name: 'status',

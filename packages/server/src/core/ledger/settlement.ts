@@ -322,7 +322,11 @@ export async function cancelRequest(db: Db, c: Cancellation): Promise<SettledReq
         : Math.max(
             0,
             Math.min(
-              requestCostUnits(c.tokensInput, c.tokensOutput, Number(request.credit_multiplier ?? 0)),
+              requestCostUnits(
+                c.tokensInput,
+                c.tokensOutput,
+                Number(request.credit_multiplier ?? 0),
+              ),
               reserved,
               balance,
             ),

@@ -27,7 +27,12 @@ import type { RecordBusMessage } from '../records/record-events.ts'
 import { Scheduler } from '../scheduler/scheduler.ts'
 import { Canaries, defaultCanaryOptions, type CanaryOptions } from '../verification/canaries.ts'
 import { ReferenceScores } from '../verification/reference-scores.ts'
-import { DRAIN_REASON, NO_NODE_MESSAGE, defaultSchedulerOptions, type SchedulerOptions } from '../scheduler/work.ts'
+import {
+  DRAIN_REASON,
+  NO_NODE_MESSAGE,
+  defaultSchedulerOptions,
+  type SchedulerOptions,
+} from '../scheduler/work.ts'
 import type { Limiter } from '../../tools/rate-limiter.ts'
 import { background } from '../../tools/background.ts'
 
@@ -168,7 +173,10 @@ export async function createInferenceNetwork(
   )
   const stopRevoking = core.events.on((change) => {
     if (change.collection.name === 'nodes' && change.action === 'delete') {
-      background(revokeCredentials(core.database.db, String(change.row.id)), 'revoking a deleted node\'s credentials')
+      background(
+        revokeCredentials(core.database.db, String(change.row.id)),
+        "revoking a deleted node's credentials",
+      )
     }
   })
   // A request deleted on any process (with its conversation or account) may be running here.

@@ -104,7 +104,10 @@ export class LinkFlows {
   async describe(stateToken: string): Promise<{ device_name: string; expires_at: string }> {
     const flow = await this.pendingFlow(stateToken)
     const expires = new Date(Date.parse(String(flow.expires_at).replace(' ', 'T')))
-    return { device_name: String(flow.device_name).slice(0, 100), expires_at: expires.toISOString() }
+    return {
+      device_name: String(flow.device_name).slice(0, 100),
+      expires_at: expires.toISOString(),
+    }
   }
 
   async deny(stateToken: string, userId: string, error: string): Promise<void> {

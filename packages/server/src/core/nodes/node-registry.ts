@@ -6,10 +6,7 @@
  * nodes connected to other processes available to this process's scheduler (node-relay.ts).
  */
 import type { WebSocket } from 'ws'
-import {
-  nodeToServerFrameSchema,
-  type NodeToServerFrame,
-} from '@meshwork/protocol'
+import { nodeToServerFrameSchema, type NodeToServerFrame } from '@meshwork/protocol'
 import type { CoreApp } from '../app.ts'
 import type { RecordBusMessage } from '../records/record-events.ts'
 import { requireCollection } from '../collections/registry.ts'
@@ -86,13 +83,18 @@ export class NodeRegistry {
         this.sessions.get(String(change.row.id))?.ws.terminate()
     })
     if (core.bus.kind === 'redis') {
-      this.relay = new NodeRelay(core.bus, {
-        local: (nodeId) => this.sessions.get(nodeId),
-        all: () => this.sessions.values(),
-        onRemoteJobFrame: (nodeId, frame) => this.listener?.onJobFrame(nodeId, frame),
-        onRemoteNodeGone: (nodeId) => this.listener?.onNodeGone(nodeId),
-        onRemoteCapacity: () => this.listener?.onCapacity(),
-      }, heartbeatTimeoutMs, core.processId)
+      this.relay = new NodeRelay(
+        core.bus,
+        {
+          local: (nodeId) => this.sessions.get(nodeId),
+          all: () => this.sessions.values(),
+          onRemoteJobFrame: (nodeId, frame) => this.listener?.onJobFrame(nodeId, frame),
+          onRemoteNodeGone: (nodeId) => this.listener?.onNodeGone(nodeId),
+          onRemoteCapacity: () => this.listener?.onCapacity(),
+        },
+        heartbeatTimeoutMs,
+        core.processId,
+      )
     }
   }
 
@@ -170,7 +172,8 @@ export class NodeRegistry {
       const frame = nodeToServerFrameSchema.safeParse(parsed)
       // What a frame sets off (the scheduler, the relay) must not throw into the socket's events,
       // where it would end the process.
-      if (frame.success) guarded(`node frame ${frame.data.type}`, () => this.onFrame(session, frame.data))
+      if (frame.success)
+        guarded(`node frame ${frame.data.type}`, () => this.onFrame(session, frame.data))
     })
     ws.on('close', () => guarded('node disconnect', () => this.detach(session)))
     ws.on('error', () => ws.terminate())
@@ -330,11 +333,9 @@ export class NodeRegistry {
   private enqueue(session: NodeSession, task: () => Promise<void>) {
     if (this.closed) return
     // A failed write is reported and the chain goes on: one bad write must not stall a node.
-    session.chain = session.chain
-      .then(task)
-      .catch((err) => {
-        if (!this.closed) console.error('node registry write failed', err)
-      })
+    session.chain = session.chain.then(task).catch((err) => {
+      if (!this.closed) console.error('node registry write failed', err)
+    })
   }
 
   private async updateNode(nodeId: string, values: Record<string, unknown>) {
@@ -352,4 +353,3 @@ export class NodeRegistry {
     }
   }
 }
-

@@ -45,7 +45,16 @@ const offer = (jobId: string): ServerToNodeFrame => ({
   request_id: 'r1',
   model_id: 'm1',
   prompt: { messages: [{ role: 'user', content: 'hi' }] },
-  sampling: { temperature: 0, top_p: 1, top_k: 40, repeat_penalty: 1, frequency_penalty: 0, presence_penalty: 0, max_tokens: 10, context_length: 100 },
+  sampling: {
+    temperature: 0,
+    top_p: 1,
+    top_k: 40,
+    repeat_penalty: 1,
+    frequency_penalty: 0,
+    presence_penalty: 0,
+    max_tokens: 10,
+    context_length: 100,
+  },
 })
 
 describe('node relay', () => {
@@ -74,8 +83,19 @@ describe('node relay', () => {
     expect(session.freeSlots).toBe(1)
 
     expect(b.relay.route(session, { type: 'job_chunk', job_id: 'j1', text: 'Hel' })).toBe(true)
-    expect(b.relay.route(session, { type: 'job_done', job_id: 'j1', tokens_input: 1, tokens_output: 1, processing_time_ms: 5 })).toBe(true)
-    expect(a.heard.frames.map(([id, f]) => `${id}:${f.type}`)).toEqual(['n1:job_chunk', 'n1:job_done'])
+    expect(
+      b.relay.route(session, {
+        type: 'job_done',
+        job_id: 'j1',
+        tokens_input: 1,
+        tokens_output: 1,
+        processing_time_ms: 5,
+      }),
+    ).toBe(true)
+    expect(a.heard.frames.map(([id, f]) => `${id}:${f.type}`)).toEqual([
+      'n1:job_chunk',
+      'n1:job_done',
+    ])
     expect(session.relayedJobs.size).toBe(0)
     // B's own jobs are not routed away.
     expect(b.relay.route(session, { type: 'job_chunk', job_id: 'mine', text: 'x' })).toBe(false)
@@ -99,7 +119,9 @@ describe('node relay', () => {
     const remote = a.relay.remote('n1')!
     b.sessions.delete('n1') // gone from B before the 'gone' message reached A
     remote.send(offer('j2'))
-    expect(a.heard.frames).toEqual([['n1', { type: 'job_rejected', job_id: 'j2', reason: 'The node went offline' }]])
+    expect(a.heard.frames).toEqual([
+      ['n1', { type: 'job_rejected', job_id: 'j2', reason: 'The node went offline' }],
+    ])
   })
 
   it('forgets a node when its process says it is gone, or moves it, or falls silent', async () => {

@@ -109,9 +109,10 @@ export class NodeRelay {
       from: this.processId,
       nodeId: session.nodeId,
       maxJobs: session.maxJobs,
-      busyJobs: this.draining || session.draining
-        ? session.maxJobs
-        : Math.max(session.busyJobs, session.jobs.size + session.relayedJobs.size),
+      busyJobs:
+        this.draining || session.draining
+          ? session.maxJobs
+          : Math.max(session.busyJobs, session.jobs.size + session.relayedJobs.size),
     })
   }
 
@@ -135,7 +136,12 @@ export class NodeRelay {
   route(session: NodeSession, frame: JobFrame): boolean {
     const relayed = this.relayed.get(frame.job_id)
     if (!relayed || relayed.nodeId !== session.nodeId) return false
-    this.bus.publish(direct(relayed.origin), { kind: 'job_frame', from: this.processId, nodeId: session.nodeId, frame })
+    this.bus.publish(direct(relayed.origin), {
+      kind: 'job_frame',
+      from: this.processId,
+      nodeId: session.nodeId,
+      frame,
+    })
     if (JOB_ENDS.has(frame.type)) {
       this.relayed.delete(frame.job_id)
       session.relayedJobs.delete(frame.job_id)
@@ -146,7 +152,12 @@ export class NodeRelay {
   }
 
   toNode(node: RemoteNode, frame: ServerToNodeFrame): void {
-    this.bus.publish(direct(node.owner), { kind: 'to_node', from: this.processId, nodeId: node.nodeId, frame })
+    this.bus.publish(direct(node.owner), {
+      kind: 'to_node',
+      from: this.processId,
+      nodeId: node.nodeId,
+      frame,
+    })
   }
 
   close(): void {
@@ -191,8 +202,17 @@ export class NodeRelay {
     if (!session?.open) {
       // The node left this process: the offering process hears at once instead of after a timeout.
       if (frame.type === 'job_offer') {
-        const rejected: JobFrame = { type: 'job_rejected', job_id: frame.job_id, reason: 'The node went offline' }
-        this.bus.publish(direct(m.from), { kind: 'job_frame', from: this.processId, nodeId: m.nodeId, frame: rejected })
+        const rejected: JobFrame = {
+          type: 'job_rejected',
+          job_id: frame.job_id,
+          reason: 'The node went offline',
+        }
+        this.bus.publish(direct(m.from), {
+          kind: 'job_frame',
+          from: this.processId,
+          nodeId: m.nodeId,
+          frame: rejected,
+        })
       }
       return
     }
@@ -214,6 +234,7 @@ export class NodeRelay {
 
   private sweep() {
     const cutoff = Date.now() - this.timeoutMs
-    for (const node of [...this.remotes.values()]) if (node.seenAt < cutoff) this.forget(node.nodeId)
+    for (const node of [...this.remotes.values()])
+      if (node.seenAt < cutoff) this.forget(node.nodeId)
   }
 }

@@ -33,19 +33,23 @@ export function validateExpand(collection: CollectionDef, tree: ExpandTree, pref
   for (const [key, subtree] of tree) {
     const path = prefix ? `${prefix}.${key}` : key
     const target = relationTarget(collection, key)
-    if (!target) throw badRequest(`Invalid expand: "${path}" is not a relation of ${collection.name}.`)
+    if (!target)
+      throw badRequest(`Invalid expand: "${path}" is not a relation of ${collection.name}.`)
     validateExpand(target, subtree, path)
   }
 }
 
 function relationTarget(collection: CollectionDef, key: string): CollectionDef | undefined {
   const field = findField(collection, key)
-  if (field?.type === 'relation' && field.collection && !field.hidden) return findCollection(field.collection)
+  if (field?.type === 'relation' && field.collection && !field.hidden)
+    return findCollection(field.collection)
   const via = /^(\w+)_via_(\w+)$/.exec(key)
   if (!via) return undefined
   const target = findCollection(via[1])
   const backField = target && findField(target, via[2])
-  return backField?.type === 'relation' && backField.collection === collection.name ? target : undefined
+  return backField?.type === 'relation' && backField.collection === collection.name
+    ? target
+    : undefined
 }
 
 export async function expandRecords(
@@ -85,8 +89,14 @@ async function expandKey(
   const field = findField(collection, key)
   if (field?.type === 'relation' && field.collection) {
     const target = findCollection(field.collection)!
-    const ids = [...new Set(items.map((i) => i[key]).filter((v): v is string => typeof v === 'string' && v !== ''))]
-    const rows = await visibleOrNone(() => fetchVisible(database, caller, target, ids, target.viewRule))
+    const ids = [
+      ...new Set(
+        items.map((i) => i[key]).filter((v): v is string => typeof v === 'string' && v !== ''),
+      ),
+    ]
+    const rows = await visibleOrNone(() =>
+      fetchVisible(database, caller, target, ids, target.viewRule),
+    )
     const byId = new Map(rows.map((row) => [row.id as string, toJson(target, caller, row)]))
     return {
       target,
@@ -98,9 +108,12 @@ async function expandKey(
   if (!via) return null
   const target = findCollection(via[1])
   const backField = target && findField(target, via[2])
-  if (!target || backField?.type !== 'relation' || backField.collection !== collection.name) return null
+  if (!target || backField?.type !== 'relation' || backField.collection !== collection.name)
+    return null
   const ids = items.map((i) => i.id as string)
-  let rows = await visibleOrNone(() => fetchBackRelated(database, caller, target, backField.name, ids))
+  let rows = await visibleOrNone(() =>
+    fetchBackRelated(database, caller, target, backField.name, ids),
+  )
   // A private (owner-only) relation field is a private link: a caller who may see the related
   // record but does not own it must not learn that it points here (which jobs ran on someone's
   // node, which request a job served). Filters already read such links as NULL for them.
@@ -111,7 +124,11 @@ async function expandKey(
     if (!groups.has(parent)) groups.set(parent, [])
     groups.get(parent)!.push(toJson(target, caller, row))
   }
-  return { target, values: [...groups.values()], byItem: (item) => groups.get(item.id as string) ?? [] }
+  return {
+    target,
+    values: [...groups.values()],
+    byItem: (item) => groups.get(item.id as string) ?? [],
+  }
 }
 
 async function fetchBackRelated(

@@ -15,7 +15,10 @@ const segmentPattern = /^(\*|[A-Za-z_][A-Za-z0-9_]*)$/
 /** Parses the parameter; throws FieldsError on malformed paths. */
 export function parseFields(text: string): Pick | null {
   const root: Pick = { children: new Map() }
-  const parts = text.split(',').map((p) => p.trim()).filter(Boolean)
+  const parts = text
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)
   if (parts.length === 0) return null
   for (const part of parts) {
     let path = part
@@ -27,7 +30,8 @@ export function parseFields(text: string): Pick | null {
     }
     let node = root
     for (const key of path.split('.')) {
-      if (!segmentPattern.test(key)) throw new FieldsError(`Invalid fields: "${part}" is not a field path.`)
+      if (!segmentPattern.test(key))
+        throw new FieldsError(`Invalid fields: "${part}" is not a field path.`)
       let next = node.children.get(key)
       if (!next) {
         next = { children: new Map() }
@@ -55,7 +59,8 @@ export function pickFields(value: unknown, pick: Pick): unknown {
 }
 
 function applyLeaf(value: unknown, pick: Pick): unknown {
-  if (pick.excerpt && typeof value === 'string') return excerpt(value, pick.excerpt.max, pick.excerpt.ellipsis)
+  if (pick.excerpt && typeof value === 'string')
+    return excerpt(value, pick.excerpt.max, pick.excerpt.ellipsis)
   if (pick.children.size === 0) return value
   return pickFields(value, pick)
 }

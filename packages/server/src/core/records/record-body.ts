@@ -61,7 +61,11 @@ function lengthError(field: FieldDef, raw: unknown, superuser: boolean): FieldEr
   const max = isText ? (field.max ?? (superuser ? Infinity : DEFAULT_TEXT_MAX)) : OTHER_MAX
   if (text.length <= max) return null
   if (field.type === 'email') return invalidEmail
-  return { code: 'validation_max_text_constraint', message: `Must be less than ${max} character(s).`, params: { max } }
+  return {
+    code: 'validation_max_text_constraint',
+    message: `Must be less than ${max} character(s).`,
+    params: { max },
+  }
 }
 
 function isWritable(field: FieldDef, opts: BodyOptions): boolean {
@@ -87,21 +91,36 @@ function resolveModifiers(field: FieldDef, body: Row, existing?: Row): unknown {
 
 type Cast = { value: unknown } | { error: FieldError }
 
-const invalidEmail: FieldError = { code: 'validation_is_email', message: 'Must be a valid email address.' }
-const invalid: Cast = { error: { code: 'validation_invalid_format', message: 'Invalid value format.' } }
+const invalidEmail: FieldError = {
+  code: 'validation_is_email',
+  message: 'Must be a valid email address.',
+}
+const invalid: Cast = {
+  error: { code: 'validation_invalid_format', message: 'Invalid value format.' },
+}
 
 export function castValue(field: FieldDef, raw: unknown): Cast {
   switch (field.type) {
     case 'number': {
-      const n = raw === '' || raw === null ? 0 : typeof raw === 'boolean' ? Number(raw) : Number(raw)
-      if (!Number.isFinite(n)) return { error: { code: 'validation_not_a_number', message: 'Must be a valid number.' } }
+      const n =
+        raw === '' || raw === null ? 0 : typeof raw === 'boolean' ? Number(raw) : Number(raw)
+      if (!Number.isFinite(n))
+        return { error: { code: 'validation_not_a_number', message: 'Must be a valid number.' } }
       if (field.min !== undefined && n < field.min) return minNumberError(field.min)
       if (field.max !== undefined && n > field.max) return maxError(field.max)
       return field.scale ? scaledValue(n, field.scale) : { value: n }
     }
     case 'bool': {
       if (raw === true || raw === 'true' || raw === 1 || raw === '1') return { value: 1 }
-      if (raw === false || raw === 'false' || raw === 0 || raw === '0' || raw === '' || raw === null) return { value: 0 }
+      if (
+        raw === false ||
+        raw === 'false' ||
+        raw === 0 ||
+        raw === '0' ||
+        raw === '' ||
+        raw === null
+      )
+        return { value: 0 }
       return invalid
     }
     case 'date': {
@@ -132,7 +151,13 @@ export function castValue(field: FieldDef, raw: unknown): Cast {
       if (typeof raw === 'object' && raw !== null) return invalid
       const v = raw === null || raw === undefined ? '' : String(raw)
       if (field.max !== undefined && v.length > field.max) {
-        return { error: { code: 'validation_max_text_constraint', message: `Must be less than ${field.max} character(s).`, params: { max: field.max } } }
+        return {
+          error: {
+            code: 'validation_max_text_constraint',
+            message: `Must be less than ${field.max} character(s).`,
+            params: { max: field.max },
+          },
+        }
       }
       if (field.min !== undefined && v !== '' && v.length < field.min) return minError(field.min)
       return { value: v }
@@ -160,15 +185,33 @@ function scaledValue(n: number, scale: number): Cast {
 }
 
 function minError(min: number): Cast {
-  return { error: { code: 'validation_min_text_constraint', message: `Must be at least ${min} character(s).`, params: { min } } }
+  return {
+    error: {
+      code: 'validation_min_text_constraint',
+      message: `Must be at least ${min} character(s).`,
+      params: { min },
+    },
+  }
 }
 
 function minNumberError(min: number): Cast {
-  return { error: { code: 'validation_min_number_constraint', message: `Must be larger than ${min}.`, params: { min } } }
+  return {
+    error: {
+      code: 'validation_min_number_constraint',
+      message: `Must be larger than ${min}.`,
+      params: { min },
+    },
+  }
 }
 
 function maxError(max: number): Cast {
-  return { error: { code: 'validation_max_number_constraint', message: `Must be no more than ${max}.`, params: { max } } }
+  return {
+    error: {
+      code: 'validation_max_number_constraint',
+      message: `Must be no more than ${max}.`,
+      params: { max },
+    },
+  }
 }
 
 /** Fields that are required but empty after applying defaults. */

@@ -6,7 +6,11 @@ import type { Row } from './serialize.ts'
 export type TxHook = (trx: Db, collection: CollectionDef, row: Row) => Promise<void>
 
 /** Checks a client's update before it is written; returns field errors (empty when fine). */
-export type UpdateCheck = (db: Db, existing: Row, values: Row) => Promise<Record<string, { code: string; message: string }>>
+export type UpdateCheck = (
+  db: Db,
+  existing: Row,
+  values: Row,
+) => Promise<Record<string, { code: string; message: string }>>
 
 /** Extension points for other core modules (the ledger gives new users their credits here, and
  * ends open requests and closes accounts before they are deleted). */
@@ -22,7 +26,8 @@ export class RecordHooks {
 
   async checkClientUpdate(db: Db, collection: CollectionDef, existing: Row, values: Row) {
     const errors: Record<string, { code: string; message: string }> = {}
-    for (const check of this.updateChecks.get(collection.name) ?? []) Object.assign(errors, await check(db, existing, values))
+    for (const check of this.updateChecks.get(collection.name) ?? [])
+      Object.assign(errors, await check(db, existing, values))
     return errors
   }
 
@@ -36,7 +41,8 @@ export class RecordHooks {
   }
 
   async runBeforeDelete(trx: Db, collection: CollectionDef, row: Row): Promise<void> {
-    for (const hook of this.beforeDelete.get(collection.name) ?? []) await hook(trx, collection, row)
+    for (const hook of this.beforeDelete.get(collection.name) ?? [])
+      await hook(trx, collection, row)
   }
 
   onAfterCreate(collectionName: string, hook: TxHook): void {

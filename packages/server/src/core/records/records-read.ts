@@ -43,7 +43,8 @@ export function compileOrThrow<T>(fn: () => T): T {
     return fn()
   } catch (err) {
     if (err instanceof FilterError) {
-      if ((err as FilterError & { forbidden?: boolean }).forbidden) throw new ApiError(403, err.message)
+      if ((err as FilterError & { forbidden?: boolean }).forbidden)
+        throw new ApiError(403, err.message)
       throw badRequest(err.message, {}, err)
     }
     throw err
@@ -68,11 +69,21 @@ function checkClientExpression(caller: Caller, text: string | undefined) {
 }
 
 /** The WHERE pieces every read shares: the collection rule (unless superuser) and owner check. */
-function ruleWhere(collection: CollectionDef, rule: string | null, caller: Caller, ctx: QueryContext, joins: JoinSet) {
+function ruleWhere(
+  collection: CollectionDef,
+  rule: string | null,
+  caller: Caller,
+  ctx: QueryContext,
+  joins: JoinSet,
+) {
   const where: RawBuilder<unknown>[] = []
   if (rule === null && !caller.superuser) throw forbidden()
   if (rule && !caller.superuser) {
-    where.push(compileOrThrow(() => compileRecordFilter(collection.name, rule, ctx, joins, { client: false })))
+    where.push(
+      compileOrThrow(() =>
+        compileRecordFilter(collection.name, rule, ctx, joins, { client: false }),
+      ),
+    )
   }
   return where
 }
@@ -107,7 +118,11 @@ export async function listRecords(
   const where = ruleWhere(collection, collection.listRule, caller, ctx, joins)
   if (query.filter && query.filter.trim()) {
     const filter = query.filter
-    where.push(compileOrThrow(() => compileRecordFilter(collection.name, filter, ctx, joins, { client: !caller.superuser })))
+    where.push(
+      compileOrThrow(() =>
+        compileRecordFilter(collection.name, filter, ctx, joins, { client: !caller.superuser }),
+      ),
+    )
   }
   const order = query.sort?.trim()
     ? compileOrThrow(() => compileRecordSort(collection.name, query.sort!, ctx, joins))
@@ -120,11 +135,15 @@ export async function listRecords(
   const rowsQuery = sql<Row>`SELECT r.*, ${owner} AS __owner FROM ${table} AS r ${joins.sql()} ${whereSql}
     ORDER BY ${sql.join([...order, tiebreaker(query.sort)])} LIMIT ${perPage} OFFSET ${offset}`
   // A page so far out that its offset is no exact integer has no rows (and would overflow SQL's).
-  const rows = Number.isSafeInteger(offset) ? (await runOrThrow(() => rowsQuery.execute(database.db))).rows : []
+  const rows = Number.isSafeInteger(offset)
+    ? (await runOrThrow(() => rowsQuery.execute(database.db))).rows
+    : []
   let totalItems = -1
   let totalPages = -1
   if (!query.skipTotal) {
-    const countQuery = sql<{ n: number }>`SELECT COUNT(*) AS n FROM ${table} AS r ${joins.sql()} ${whereSql}`
+    const countQuery = sql<{
+      n: number
+    }>`SELECT COUNT(*) AS n FROM ${table} AS r ${joins.sql()} ${whereSql}`
     totalItems = Number((await runOrThrow(() => countQuery.execute(database.db))).rows[0]?.n ?? 0)
     totalPages = Math.ceil(totalItems / perPage)
   }

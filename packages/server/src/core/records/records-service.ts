@@ -8,24 +8,57 @@ import type { Caller } from './caller.ts'
 import { expandRecords, parseExpand, validateExpand } from './expand.ts'
 import type { RecordEvents } from './record-events.ts'
 import type { RecordHooks } from './record-hooks.ts'
-import { fetchVisible, listRecords, toJson, viewRecord, type ListQuery, type ListResult } from './records-read.ts'
+import {
+  fetchVisible,
+  listRecords,
+  toJson,
+  viewRecord,
+  type ListQuery,
+  type ListResult,
+} from './records-read.ts'
 import { createRecord, deleteRecord, updateRecord } from './records-write.ts'
 import type { RecordJson, Row } from './serialize.ts'
 
 export interface RecordsService {
-  list(caller: Caller, collection: CollectionDef, query: ListQuery, expand?: string): Promise<ListResult>
+  list(
+    caller: Caller,
+    collection: CollectionDef,
+    query: ListQuery,
+    expand?: string,
+  ): Promise<ListResult>
   view(caller: Caller, collection: CollectionDef, id: string, expand?: string): Promise<RecordJson>
   create(caller: Caller, collection: CollectionDef, body: Row, expand?: string): Promise<RecordJson>
-  update(caller: Caller, collection: CollectionDef, id: string, body: Row, expand?: string): Promise<RecordJson>
+  update(
+    caller: Caller,
+    collection: CollectionDef,
+    id: string,
+    body: Row,
+    expand?: string,
+  ): Promise<RecordJson>
   delete(caller: Caller, collection: CollectionDef, id: string): Promise<void>
   /** A stored row as the caller may see it (owner flag computed), for responses and realtime. */
-  present(caller: Caller, collection: CollectionDef, row: Row, expand?: string): Promise<RecordJson | null>
+  present(
+    caller: Caller,
+    collection: CollectionDef,
+    row: Row,
+    expand?: string,
+  ): Promise<RecordJson | null>
 }
 
-export function createRecordsService(database: Database, events: RecordEvents, hooks: RecordHooks): RecordsService {
+export function createRecordsService(
+  database: Database,
+  events: RecordEvents,
+  hooks: RecordHooks,
+): RecordsService {
   const deps = { database, events, hooks }
-  const withExpand = async (caller: Caller, collection: CollectionDef, items: RecordJson[], expand?: string) => {
-    if (expand && expand.trim()) await expandRecords(database, caller, collection, items, parseExpand(expand))
+  const withExpand = async (
+    caller: Caller,
+    collection: CollectionDef,
+    items: RecordJson[],
+    expand?: string,
+  ) => {
+    if (expand && expand.trim())
+      await expandRecords(database, caller, collection, items, parseExpand(expand))
     return items
   }
   const checkExpand = (collection: CollectionDef, expand?: string) => {

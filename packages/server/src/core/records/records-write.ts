@@ -30,17 +30,24 @@ function assertWritable(collection: CollectionDef) {
   if (collection.type === 'view') throw new ApiError(400, 'Unsupported collection type.')
 }
 
-export async function createRecord(deps: WriteDeps, caller: Caller, collection: CollectionDef, body: Row): Promise<Row> {
+export async function createRecord(
+  deps: WriteDeps,
+  caller: Caller,
+  collection: CollectionDef,
+  body: Row,
+): Promise<Row> {
   assertWritable(collection)
   if (collection.createRule === null && !caller.superuser) throw forbidden()
   const cast = castRecordBody(collection, body, { mode: 'create', superuser: caller.superuser })
   const now = nowDate()
   let row: Row = { ...defaultRow(collection), ...cast.values, id: cast.values.id ?? newRecordId() }
-  if (collection.ownerField && !row[collection.ownerField] && caller.auth) row[collection.ownerField] = caller.auth.id
+  if (collection.ownerField && !row[collection.ownerField] && caller.auth)
+    row[collection.ownerField] = caller.auth.id
   for (const f of collection.fields) if (f.type === 'autodate') row[f.name] = now
   if (collection.type === 'auth') {
     const prepared = await prepareAuthCreate(body, row, caller.superuser)
-    if (Object.keys(prepared.formErrors).length) throw validationError(createFailed, prepared.formErrors)
+    if (Object.keys(prepared.formErrors).length)
+      throw validationError(createFailed, prepared.formErrors)
     row = prepared.values
   }
   const errors = { ...missingRequired(collection, row), ...cast.errors }
@@ -59,7 +66,14 @@ export async function createRecord(deps: WriteDeps, caller: Caller, collection: 
       })
     if (collection.createRule && !caller.superuser) {
       const db = { ...deps.database, db: trx }
-      const [visible] = await fetchVisible(db, caller, collection, [row.id as string], collection.createRule, body)
+      const [visible] = await fetchVisible(
+        db,
+        caller,
+        collection,
+        [row.id as string],
+        collection.createRule,
+        body,
+      )
       if (!visible) throw new ApiError(400, createFailed)
     }
     await deps.hooks.runAfterCreate(trx, collection, row)
@@ -78,21 +92,38 @@ export async function updateRecord(
 ): Promise<Row> {
   assertWritable(collection)
   if (collection.updateRule === null && !caller.superuser) throw forbidden()
-  const [existing] = await fetchVisible(deps.database, caller, collection, [id], caller.superuser ? '' : collection.updateRule, body)
+  const [existing] = await fetchVisible(
+    deps.database,
+    caller,
+    collection,
+    [id],
+    caller.superuser ? '' : collection.updateRule,
+    body,
+  )
   if (!existing) throw notFound()
   delete existing.__owner
-  const cast = castRecordBody(collection, body, { mode: 'update', superuser: caller.superuser, existing })
+  const cast = castRecordBody(collection, body, {
+    mode: 'update',
+    superuser: caller.superuser,
+    existing,
+  })
   let values = cast.values
   if (collection.type === 'auth') {
     const prepared = await prepareAuthUpdate(body, values, existing, caller.superuser)
-    if (Object.keys(prepared.formErrors).length) throw validationError(updateFailed, prepared.formErrors)
+    if (Object.keys(prepared.formErrors).length)
+      throw validationError(updateFailed, prepared.formErrors)
     values = prepared.values
   }
   const row: Row = { ...existing, ...values }
-  for (const f of collection.fields) if (f.type === 'autodate' && f.onUpdate) values[f.name] = row[f.name] = nowDate()
+  for (const f of collection.fields)
+    if (f.type === 'autodate' && f.onUpdate) values[f.name] = row[f.name] = nowDate()
   const errors = { ...missingRequired(collection, row), ...cast.errors }
   Object.assign(errors, await relationErrors(deps.database.db, collection, values))
-  if (!caller.superuser) Object.assign(errors, await deps.hooks.checkClientUpdate(deps.database.db, collection, existing, values))
+  if (!caller.superuser)
+    Object.assign(
+      errors,
+      await deps.hooks.checkClientUpdate(deps.database.db, collection, existing, values),
+    )
   if (Object.keys(errors).length) throw validationError(updateFailed, errors)
   await deps.database.db
     .updateTable(collection.name)
@@ -106,10 +137,21 @@ export async function updateRecord(
   return row
 }
 
-export async function deleteRecord(deps: WriteDeps, caller: Caller, collection: CollectionDef, id: string): Promise<void> {
+export async function deleteRecord(
+  deps: WriteDeps,
+  caller: Caller,
+  collection: CollectionDef,
+  id: string,
+): Promise<void> {
   assertWritable(collection)
   if (collection.deleteRule === null && !caller.superuser) throw forbidden()
-  const [existing] = await fetchVisible(deps.database, caller, collection, [id], caller.superuser ? '' : collection.deleteRule)
+  const [existing] = await fetchVisible(
+    deps.database,
+    caller,
+    collection,
+    [id],
+    caller.superuser ? '' : collection.deleteRule,
+  )
   if (!existing) throw notFound()
   delete existing.__owner
   const removed: RecordChange[] = []
@@ -120,14 +162,26 @@ export async function deleteRecord(deps: WriteDeps, caller: Caller, collection: 
 }
 
 /** Deletes a row and, first, every row whose cascading relation points at it. */
-async function deleteWithCascade(trx: Db, hooks: RecordHooks, collection: CollectionDef, row: Row, removed: RecordChange[]) {
+async function deleteWithCascade(
+  trx: Db,
+  hooks: RecordHooks,
+  collection: CollectionDef,
+  row: Row,
+  removed: RecordChange[],
+) {
   await hooks.runBeforeDelete(trx, collection, row)
   for (const other of collections) {
     if (other.type === 'view') continue
     for (const field of other.fields) {
-      if (field.type !== 'relation' || field.collection !== collection.name || !field.cascadeDelete) continue
-      const children = await trx.selectFrom(other.name).selectAll().where(field.name, '=', row.id).execute()
-      for (const child of children) await deleteWithCascade(trx, hooks, other, child as Row, removed)
+      if (field.type !== 'relation' || field.collection !== collection.name || !field.cascadeDelete)
+        continue
+      const children = await trx
+        .selectFrom(other.name)
+        .selectAll()
+        .where(field.name, '=', row.id)
+        .execute()
+      for (const child of children)
+        await deleteWithCascade(trx, hooks, other, child as Row, removed)
     }
   }
   await trx.deleteFrom(collection.name).where('id', '=', row.id).execute()
@@ -138,10 +192,19 @@ async function relationErrors(db: Db, collection: CollectionDef, values: Row) {
   const errors: Record<string, { code: string; message: string }> = {}
   for (const field of collection.fields) {
     const value = values[field.name]
-    if (field.type !== 'relation' || !field.collection || typeof value !== 'string' || value === '') continue
+    if (field.type !== 'relation' || !field.collection || typeof value !== 'string' || value === '')
+      continue
     const target = findCollection(field.collection)!
-    const found = await db.selectFrom(target.name).select('id').where('id', '=', value).executeTakeFirst()
-    if (!found) errors[field.name] = { code: 'validation_missing_rel_records', message: 'Failed to find all relation records with the provided ids.' }
+    const found = await db
+      .selectFrom(target.name)
+      .select('id')
+      .where('id', '=', value)
+      .executeTakeFirst()
+    if (!found)
+      errors[field.name] = {
+        code: 'validation_missing_rel_records',
+        message: 'Failed to find all relation records with the provided ids.',
+      }
   }
   return errors
 }
@@ -152,7 +215,11 @@ async function uniqueErrors(db: Db, collection: CollectionDef, row: Row) {
   // Case-insensitive by construction: every stored id is [a-z0-9] (generated, or checked against
   // recordIdPattern), so comparing with the lower-cased value uses the primary key. LOWER(id)
   // would scan the whole table on every create (66 ms per create at a million rows).
-  const taken = await db.selectFrom(collection.name).select('id').where('id', '=', String(row.id).toLowerCase()).executeTakeFirst()
+  const taken = await db
+    .selectFrom(collection.name)
+    .select('id')
+    .where('id', '=', String(row.id).toLowerCase())
+    .executeTakeFirst()
   if (taken) errors.id = notUnique
   if (collection.type === 'auth' && row.email) {
     // Unique ignoring case (the index idx_users_ci_email settles a race between two sign-ups).
@@ -167,11 +234,22 @@ async function uniqueErrors(db: Db, collection: CollectionDef, row: Row) {
 }
 
 /** A unique index violation (a race the pre-checks could not see) as PocketBase's 400. */
-function uniqueViolation(err: unknown, collection: CollectionDef, message: string): ApiError | null {
+function uniqueViolation(
+  err: unknown,
+  collection: CollectionDef,
+  message: string,
+): ApiError | null {
   const e = err as { code?: string; message?: string; constraint?: string }
-  const unique = e.code === '23505' || e.code === 'SQLITE_CONSTRAINT_UNIQUE' || e.code === 'SQLITE_CONSTRAINT_PRIMARYKEY'
+  const unique =
+    e.code === '23505' ||
+    e.code === 'SQLITE_CONSTRAINT_UNIQUE' ||
+    e.code === 'SQLITE_CONSTRAINT_PRIMARYKEY'
   if (!unique) return null
   const text = `${e.constraint ?? ''} ${e.message ?? ''}`
-  const field = collection.fields.find((f) => new RegExp(`\\b(${collection.name}\\.)?${f.name}\\b|_${f.name}\\b`).test(text))
-  return validationError(message, { [field?.name ?? 'id']: { code: 'validation_not_unique', message: 'Value must be unique.' } })
+  const field = collection.fields.find((f) =>
+    new RegExp(`\\b(${collection.name}\\.)?${f.name}\\b|_${f.name}\\b`).test(text),
+  )
+  return validationError(message, {
+    [field?.name ?? 'id']: { code: 'validation_not_unique', message: 'Value must be unique.' },
+  })
 }

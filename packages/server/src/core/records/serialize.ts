@@ -28,7 +28,11 @@ function keyOrder(collection: CollectionDef): string[] {
   return order
 }
 
-export function serializeRecord(collection: CollectionDef, row: Row, opts: SerializeOptions): RecordJson {
+export function serializeRecord(
+  collection: CollectionDef,
+  row: Row,
+  opts: SerializeOptions,
+): RecordJson {
   const types = fieldTypes(collection)
   const out: RecordJson = {}
   for (const key of keyOrder(collection)) {

@@ -32,13 +32,13 @@ export const MEASURED_SPEED_SHARE = 0.5
  * (`node_models.measured_tokens_per_second`, node-health.ts) may raise it above the floor, never
  * the node's own claim; and it is never faster than half the measured speed.
  */
-export function expectedJobSpeed(measuredTokensPerSecond: number, options: DeadlineOptions): JobSpeed {
+export function expectedJobSpeed(
+  measuredTokensPerSecond: number,
+  options: DeadlineOptions,
+): JobSpeed {
   const measured = Number.isFinite(measuredTokensPerSecond) ? measuredTokensPerSecond : 0
   return {
-    tokensPerSecond: Math.max(
-      options.floorSpeed.tokensPerSecond,
-      measured * MEASURED_SPEED_SHARE,
-    ),
+    tokensPerSecond: Math.max(options.floorSpeed.tokensPerSecond, measured * MEASURED_SPEED_SHARE),
     promptTokensPerSecond: options.floorSpeed.promptTokensPerSecond,
   }
 }

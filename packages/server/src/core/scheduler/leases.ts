@@ -47,9 +47,12 @@ export class RedisLeases implements ProcessLeases {
   static async start(redis: Redis, processId: string, ttlMs = LEASE_TTL_MS): Promise<RedisLeases> {
     const leases = new RedisLeases(redis, processId, ttlMs)
     await leases.renew()
-    leases.timer = setInterval(() => {
-      leases.renew().catch((err) => console.error('lease renewal failed', err))
-    }, Math.max(50, Math.floor(ttlMs / 4)))
+    leases.timer = setInterval(
+      () => {
+        leases.renew().catch((err) => console.error('lease renewal failed', err))
+      },
+      Math.max(50, Math.floor(ttlMs / 4)),
+    )
     leases.timer.unref()
     return leases
   }

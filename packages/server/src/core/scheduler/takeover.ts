@@ -23,7 +23,8 @@ import { failAndPublish } from './request-writes.ts'
 export const TAKEN_OVER_MESSAGE =
   'The coordinator running this request stopped before it finished. Please try again.'
 /** A queued request no process could take (the last one shut down). */
-export const SHUT_DOWN_MESSAGE = 'The coordinator shut down before this request could run. Please try again.'
+export const SHUT_DOWN_MESSAGE =
+  'The coordinator shut down before this request could run. Please try again.'
 
 const CHANNEL = 'leases'
 type LeaseMessage = { kind: 'handoff'; from: string }
@@ -50,7 +51,8 @@ export class Takeover {
   ) {
     this.unsubscribe = deps.core.bus.subscribe(CHANNEL, (m) => {
       const message = m as LeaseMessage
-      if (message.kind === 'handoff' && message.from !== deps.core.processId) this.sweep().catch(() => {})
+      if (message.kind === 'handoff' && message.from !== deps.core.processId)
+        this.sweep().catch(() => {})
     })
   }
 
@@ -145,7 +147,11 @@ export class Takeover {
       .where('status', 'in', ['pending', 'acked'])
       .execute()
     for (const job of jobs) {
-      await db.updateTable('node_jobs').set({ status: 'failed', updated: nowDate() }).where('id', '=', job.id).execute()
+      await db
+        .updateTable('node_jobs')
+        .set({ status: 'failed', updated: nowDate() })
+        .where('id', '=', job.id)
+        .execute()
       registry.cancelOrphanJob(String(job.node), String(job.id))
     }
     const row = await db
@@ -154,7 +160,8 @@ export class Takeover {
       .where('id', '=', requestId)
       .executeTakeFirst()
     if (!row) return
-    const work = row.status === 'pending' ? await this.deps.resume(requestId).catch(() => null) : null
+    const work =
+      row.status === 'pending' ? await this.deps.resume(requestId).catch(() => null) : null
     if (work) {
       scheduler.enqueue(work)
       return

@@ -25,10 +25,12 @@ export const defaultCatalogue = [
     id: 'llama2tinyrnd00',
     name: 'llama-2-tiny-random',
     display_name: 'Llama 2 Tiny (random)',
-    description: 'Llama-2 architecture with random weights and the real 32k vocabulary; for testing.',
+    description:
+      'Llama-2 architecture with random weights and the real 32k vocabulary; for testing.',
     file_name: 'llama-2-tiny-random.gguf',
     file_size_bytes: 1750560,
-    source_url: 'https://huggingface.co/aladar/llama-2-tiny-random-GGUF/resolve/main/llama-2-tiny-random.gguf',
+    source_url:
+      'https://huggingface.co/aladar/llama-2-tiny-random-GGUF/resolve/main/llama-2-tiny-random.gguf',
     sha256: '81f226c62d28ed4a1a9b9fa080fcd9f0cc40e0f9d5680036583ff98fbcd035cb',
     credit_multiplier: 2,
     sort_order: 2,
@@ -52,7 +54,10 @@ export const seed: Migration = {
       })
       .execute()
     for (const model of defaultCatalogue) {
-      await db.insertInto('models').values({ ...model, is_active: 1, created: now, updated: now }).execute()
+      await db
+        .insertInto('models')
+        .values({ ...model, is_active: 1, created: now, updated: now })
+        .execute()
     }
   },
 }

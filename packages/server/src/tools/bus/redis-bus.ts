@@ -11,7 +11,10 @@ export class RedisBus implements Bus {
   private pending: Promise<unknown> = Promise.resolve()
   readonly traffic: BusTraffic = { published: 0, publishedBytes: 0, received: 0, receivedBytes: 0 }
 
-  constructor(url: string, private prefix = 'meshwork:') {
+  constructor(
+    url: string,
+    private prefix = 'meshwork:',
+  ) {
     const opts = { maxRetriesPerRequest: 2, lazyConnect: false }
     this.pub = new Redis(url, opts)
     this.sub = new Redis(url, opts)

@@ -1,7 +1,14 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { FilterError } from './filter-error.ts'
-import { compareValues, commonKind, hasUnescapedPercent, isNumericText, likeMatch, likePattern } from './values.ts'
+import {
+  compareValues,
+  commonKind,
+  hasUnescapedPercent,
+  isNumericText,
+  likeMatch,
+  likePattern,
+} from './values.ts'
 
 /** The regular-expression LIKE that likeMatch replaced (exponential on many `%`): the reference. */
 function regexLike(value: string, pattern: string): boolean {
@@ -50,7 +57,8 @@ describe('like patterns', () => {
   })
 
   it('answers as the regular expression did, for any value and pattern', () => {
-    const text = (chars: string[]) => fc.array(fc.constantFrom(...chars), { maxLength: 12 }).map((a) => a.join(''))
+    const text = (chars: string[]) =>
+      fc.array(fc.constantFrom(...chars), { maxLength: 12 }).map((a) => a.join(''))
     const alphabet = ['a', 'b', 'A', '.', '\n', '😀', '\\', '%', '_']
     fc.assert(
       fc.property(text(alphabet), text(alphabet), (value, pattern) => {
@@ -72,14 +80,21 @@ describe('like patterns', () => {
 
 describe('numeric text', () => {
   it('is recognised as before', () => {
-    for (const yes of ['5', ' -5 ', '1.', '.5', '1.5e3', '2E-2', '007']) expect(isNumericText(yes), yes).toBe(true)
-    for (const no of ['', '-', '.', '1..2', '1e', 'e5', '1.5.5', '0x10', '1 2']) expect(isNumericText(no), no).toBe(false)
+    for (const yes of ['5', ' -5 ', '1.', '.5', '1.5e3', '2E-2', '007'])
+      expect(isNumericText(yes), yes).toBe(true)
+    for (const no of ['', '-', '.', '1..2', '1e', 'e5', '1.5.5', '0x10', '1 2'])
+      expect(isNumericText(no), no).toBe(false)
   })
 
   it('answers as the old pattern did, for any text', () => {
     const old = /^\s*-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$/
-    const text = fc.array(fc.constantFrom('1', '0', '.', '-', '+', 'e', 'E', ' ', 'x'), { maxLength: 10 }).map((a) => a.join(''))
-    fc.assert(fc.property(text, (t) => isNumericText(t) === old.test(t)), { numRuns: 5000 })
+    const text = fc
+      .array(fc.constantFrom('1', '0', '.', '-', '+', 'e', 'E', ' ', 'x'), { maxLength: 10 })
+      .map((a) => a.join(''))
+    fc.assert(
+      fc.property(text, (t) => isNumericText(t) === old.test(t)),
+      { numRuns: 5000 },
+    )
   })
 })
 

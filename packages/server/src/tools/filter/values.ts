@@ -187,7 +187,9 @@ export function likeMatch(
   charge(budget, value.length + pattern.length)
   const segments = parsedPattern(pattern, escape)
   const text = asciiLower(value)
-  return segments.some((s) => typeof s !== 'string') ? matchCodePoints(text, segments, budget) : matchStrings(text, segments as string[])
+  return segments.some((s) => typeof s !== 'string')
+    ? matchCodePoints(text, segments, budget)
+    : matchStrings(text, segments as string[])
 }
 
 const ANY = -1
@@ -237,10 +239,13 @@ function matchStrings(text: string, segments: string[]): boolean {
 
 function matchCodePoints(value: string, segments: Segment[], budget: LikeBudget): boolean {
   const text = Array.from(value, (ch) => ch.codePointAt(0)!)
-  const points = segments.map((s) => (typeof s === 'string' ? Array.from(s, (ch) => ch.codePointAt(0)!) : s))
+  const points = segments.map((s) =>
+    typeof s === 'string' ? Array.from(s, (ch) => ch.codePointAt(0)!) : s,
+  )
   const matchesAt = (segment: number[], at: number): boolean => {
     charge(budget, segment.length + 1)
-    for (let k = 0; k < segment.length; k++) if (segment[k] !== ANY && segment[k] !== text[at + k]) return false
+    for (let k = 0; k < segment.length; k++)
+      if (segment[k] !== ANY && segment[k] !== text[at + k]) return false
     return true
   }
   const first = points[0]

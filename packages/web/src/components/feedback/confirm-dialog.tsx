@@ -33,7 +33,10 @@ export function ConfirmDialog({
               <Button variant="outline">Cancel</Button>
             </AlertDialog.Cancel>
             <AlertDialog.Action asChild>
-              <Button variant={request?.destructive ? 'danger' : 'primary'} onClick={() => onAnswer(true)}>
+              <Button
+                variant={request?.destructive ? 'danger' : 'primary'}
+                onClick={() => onAnswer(true)}
+              >
                 {request?.confirmLabel ?? 'OK'}
               </Button>
             </AlertDialog.Action>

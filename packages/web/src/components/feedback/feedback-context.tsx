@@ -45,7 +45,10 @@ export function FeedbackProvider({ children }: { children: ReactNode }) {
     const id = ++nextId.current
     setToasts((list) => [...list.slice(-2), { id, message, tone }])
   }, [])
-  const dismiss = useCallback((id: number) => setToasts((list) => list.filter((t) => t.id !== id)), [])
+  const dismiss = useCallback(
+    (id: number) => setToasts((list) => list.filter((t) => t.id !== id)),
+    [],
+  )
   const answer = useCallback((ok: boolean) => {
     setPending((current) => {
       current?.resolve(ok)

@@ -58,7 +58,11 @@ export function MobileMenu() {
             onClick={toggleTheme}
             className="focus-ring mt-auto flex items-center gap-2 rounded-lg px-3 py-2.5 text-sm text-slate-600 hover:bg-slate-100 dark:text-slate-300 dark:hover:bg-slate-800"
           >
-            {theme === 'dark' ? <Sun className="h-4 w-4" aria-hidden /> : <Moon className="h-4 w-4" aria-hidden />}
+            {theme === 'dark' ? (
+              <Sun className="h-4 w-4" aria-hidden />
+            ) : (
+              <Moon className="h-4 w-4" aria-hidden />
+            )}
             {theme === 'dark' ? 'Light mode' : 'Dark mode'}
           </button>
         </Dialog.Content>

@@ -31,7 +31,9 @@ export function UserMenu() {
           className="z-50 w-60 animate-fade-in rounded-xl border border-slate-200 bg-white p-1.5 shadow-lg dark:border-slate-800 dark:bg-slate-900"
         >
           <div className="px-2 py-2">
-            <p className="truncate text-sm font-medium text-slate-900 dark:text-white">{user?.name}</p>
+            <p className="truncate text-sm font-medium text-slate-900 dark:text-white">
+              {user?.name}
+            </p>
             <p className="truncate text-xs text-slate-500 dark:text-slate-400">{email}</p>
           </div>
           <DropdownMenu.Separator className="my-1 h-px bg-slate-200 dark:bg-slate-800" />

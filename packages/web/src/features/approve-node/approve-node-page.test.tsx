@@ -53,11 +53,13 @@ describe('ApproveNodePage', () => {
 
   it('shows the device name from the flow, not the URL; approve posts the state token and user info, then goes to /nodes', async () => {
     signIn()
-    const fetchMock = vi.spyOn(globalThis, 'fetch').mockImplementation(async (url) =>
-      String(url).endsWith('/api/auth/flow-info')
-        ? reply(200, { device_name: 'studio', expires_at: '2100-01-01T00:00:00.000Z' })
-        : reply(200, { status: 'ok' }),
-    )
+    const fetchMock = vi
+      .spyOn(globalThis, 'fetch')
+      .mockImplementation(async (url) =>
+        String(url).endsWith('/api/auth/flow-info')
+          ? reply(200, { device_name: 'studio', expires_at: '2100-01-01T00:00:00.000Z' })
+          : reply(200, { status: 'ok' }),
+      )
     renderAt('/auth/approve-node?token=tok1&device=Your%20bank%20(official)')
     expect(await screen.findByText('studio')).toBeTruthy()
     expect(screen.queryByText('Your bank (official)')).toBeNull()

@@ -30,7 +30,8 @@ export default function LoginPage() {
   const [error, setError] = useState('')
   const [busy, setBusy] = useState(false)
   const copy = LOGIN_COPY[mode]
-  const target = parseReturnParam(searchParams.get('return')) ?? originPath(location.state) ?? '/chat'
+  const target =
+    parseReturnParam(searchParams.get('return')) ?? originPath(location.state) ?? '/chat'
 
   if (status === 'signed-in' && !busy) return <Navigate to={target} replace />
 
@@ -68,7 +69,9 @@ export default function LoginPage() {
       <div className="w-full max-w-sm">
         <div className="mb-8 flex flex-col items-center text-center">
           <Logo className="mb-4 h-12 w-12" />
-          <h1 className="text-2xl font-semibold tracking-tight text-slate-900 dark:text-white">{copy.heading}</h1>
+          <h1 className="text-2xl font-semibold tracking-tight text-slate-900 dark:text-white">
+            {copy.heading}
+          </h1>
           <p className="mt-1.5 text-sm text-slate-600 dark:text-slate-400">{copy.subtitle}</p>
         </div>
         <form
@@ -86,7 +89,10 @@ export default function LoginPage() {
             </div>
           )}
           <div>
-            <label htmlFor="email" className="mb-1.5 block text-sm font-medium text-slate-700 dark:text-slate-300">
+            <label
+              htmlFor="email"
+              className="mb-1.5 block text-sm font-medium text-slate-700 dark:text-slate-300"
+            >
               Email
             </label>
             <input
@@ -100,7 +106,10 @@ export default function LoginPage() {
             />
           </div>
           <div>
-            <label htmlFor="password" className="mb-1.5 block text-sm font-medium text-slate-700 dark:text-slate-300">
+            <label
+              htmlFor="password"
+              className="mb-1.5 block text-sm font-medium text-slate-700 dark:text-slate-300"
+            >
               Password
             </label>
             <input

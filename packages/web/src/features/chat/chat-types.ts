@@ -1,5 +1,8 @@
 /** @module Record shapes the chat screen reads (spec §3) and the client's model view. */
-import { isEndedRequestStatus, type RequestStatus as KnownStatus } from '@meshwork/protocol/request-status'
+import {
+  isEndedRequestStatus,
+  type RequestStatus as KnownStatus,
+} from '@meshwork/protocol/request-status'
 
 export interface ConversationRecord {
   id: string

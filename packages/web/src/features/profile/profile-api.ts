@@ -16,11 +16,13 @@ export function useTransactions(page: number) {
     placeholderData: keepPreviousData,
     queryFn: async () => {
       if (!user) throw new NotAuthenticatedError()
-      return pb.collection('user_credit_txs').getList<TransactionRecord>(page, TRANSACTIONS_PER_PAGE, {
-        sort: '-created',
-        filter: pb.filter('user = {:user}', { user: user.id }),
-        expand: 'request.model,request.api_key',
-      })
+      return pb
+        .collection('user_credit_txs')
+        .getList<TransactionRecord>(page, TRANSACTIONS_PER_PAGE, {
+          sort: '-created',
+          filter: pb.filter('user = {:user}', { user: user.id }),
+          expand: 'request.model,request.api_key',
+        })
     },
   })
 }

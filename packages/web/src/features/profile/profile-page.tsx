@@ -23,11 +23,15 @@ export default function ProfilePage() {
       <PageHeader title="Profile" />
       <div className="space-y-6">
         <Card className="p-5 sm:p-6">
-          <h2 className="mb-4 text-base font-semibold text-slate-900 dark:text-white">Account Information</h2>
+          <h2 className="mb-4 text-base font-semibold text-slate-900 dark:text-white">
+            Account Information
+          </h2>
           <dl className="grid gap-4 sm:grid-cols-2">
             <div>
               <dt className="text-sm text-slate-500 dark:text-slate-400">Email</dt>
-              <dd className="mt-1 font-medium break-all text-slate-900 dark:text-white">{user?.email}</dd>
+              <dd className="mt-1 font-medium break-all text-slate-900 dark:text-white">
+                {user?.email}
+              </dd>
             </div>
             {user?.name && (
               <div>

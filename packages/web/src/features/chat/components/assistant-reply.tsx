@@ -55,7 +55,9 @@ export const AssistantReply = memo(function AssistantReply(props: AssistantReply
             <Square className="h-3.5 w-3.5 fill-current" aria-hidden />
             Stopped
           </p>
-          <p className="mt-1">The answer was stopped before any text was written. Nothing was charged.</p>
+          <p className="mt-1">
+            The answer was stopped before any text was written. Nothing was charged.
+          </p>
         </div>
         {record && canRegenerate && (
           <div className="mt-1 flex pl-1">

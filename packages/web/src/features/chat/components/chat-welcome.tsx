@@ -3,7 +3,13 @@ import { Button } from '../../../components/button.tsx'
 import { Logo } from '../../../components/logo.tsx'
 
 /** Empty state: the welcome heading and, with no conversation open, a New chat button. */
-export function ChatWelcome({ onNewChat, canCreate }: { onNewChat?: () => void; canCreate: boolean }) {
+export function ChatWelcome({
+  onNewChat,
+  canCreate,
+}: {
+  onNewChat?: () => void
+  canCreate: boolean
+}) {
   return (
     <div className="flex min-h-0 flex-1 flex-col items-center justify-center overflow-y-auto px-6 py-10 text-center">
       <Logo className="mb-5 h-14 w-14" />

@@ -4,7 +4,9 @@ import { Composer } from './composer.tsx'
 
 function setup(value: string, extra: Partial<Parameters<typeof Composer>[0]> = {}) {
   const onSend = vi.fn()
-  render(<Composer value={value} onChange={() => {}} onSend={onSend} sending={false} empty {...extra} />)
+  render(
+    <Composer value={value} onChange={() => {}} onSend={onSend} sending={false} empty {...extra} />,
+  )
   return { onSend, box: screen.getByRole('textbox', { name: 'Message' }) }
 }
 
@@ -22,10 +24,14 @@ describe('Composer', () => {
     const { onSend, box } = setup('   ')
     fireEvent.keyDown(box, { key: 'Enter' })
     expect(onSend).not.toHaveBeenCalled()
-    expect((screen.getByRole('button', { name: 'Send message' }) as HTMLButtonElement).disabled).toBe(true)
+    expect(
+      (screen.getByRole('button', { name: 'Send message' }) as HTMLButtonElement).disabled,
+    ).toBe(true)
     cleanup()
     setup('hi', { sending: true })
-    expect((screen.getByRole('button', { name: 'Send message' }) as HTMLButtonElement).disabled).toBe(true)
+    expect(
+      (screen.getByRole('button', { name: 'Send message' }) as HTMLButtonElement).disabled,
+    ).toBe(true)
   })
   it('shows Stop only while an answer streams, and stops once per click', () => {
     setup('')
@@ -37,7 +43,9 @@ describe('Composer', () => {
     expect(onStop).toHaveBeenCalledTimes(1)
     cleanup()
     setup('', { streaming: true, stopping: true, onStop })
-    expect((screen.getByRole('button', { name: 'Stop generating' }) as HTMLButtonElement).disabled).toBe(true)
+    expect(
+      (screen.getByRole('button', { name: 'Stop generating' }) as HTMLButtonElement).disabled,
+    ).toBe(true)
   })
   it('switches placeholder once the conversation has messages', () => {
     const { box } = setup('')

@@ -2,7 +2,13 @@ import { useState } from 'react'
 import { toTitleCase } from '../../../lib/format.ts'
 
 /** Header title, editable by click: Enter or blur saves (in title case), Escape cancels. */
-export function ConversationTitle({ title, onSave }: { title: string; onSave: (title: string) => void }) {
+export function ConversationTitle({
+  title,
+  onSave,
+}: {
+  title: string
+  onSave: (title: string) => void
+}) {
   const [editing, setEditing] = useState(false)
   const [draft, setDraft] = useState(title)
 

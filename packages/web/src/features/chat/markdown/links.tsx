@@ -2,8 +2,13 @@ import { ExternalLink as ExternalIcon, ImageIcon } from 'lucide-react'
 import type { AnchorHTMLAttributes, ImgHTMLAttributes } from 'react'
 
 /** Links from answers open in a new tab and tell the target nothing about where they came from. */
-export function ExternalLink({ node: _node, ...props }: AnchorHTMLAttributes<HTMLAnchorElement> & { node?: unknown }) {
-  return <a {...props} target="_blank" rel="noopener noreferrer nofollow" referrerPolicy="no-referrer" />
+export function ExternalLink({
+  node: _node,
+  ...props
+}: AnchorHTMLAttributes<HTMLAnchorElement> & { node?: unknown }) {
+  return (
+    <a {...props} target="_blank" rel="noopener noreferrer nofollow" referrerPolicy="no-referrer" />
+  )
 }
 
 function hostOf(src: string): string {
@@ -24,7 +29,13 @@ export function ImageLink({ src, alt }: ImgHTMLAttributes<HTMLImageElement> & { 
   const label = alt?.trim() || 'Image'
   if (!href) return <span className="image-link">{label}</span>
   return (
-    <a href={href} target="_blank" rel="noopener noreferrer nofollow" referrerPolicy="no-referrer" className="image-link">
+    <a
+      href={href}
+      target="_blank"
+      rel="noopener noreferrer nofollow"
+      referrerPolicy="no-referrer"
+      className="image-link"
+    >
       <ImageIcon className="h-4 w-4 shrink-0" aria-hidden />
       <span>{label}</span>
       {host && <span className="image-link-host">({host})</span>}

@@ -30,7 +30,10 @@ function subscribe(listener: () => void) {
 export function useMarkdownRenderer(): MarkdownModule | null {
   const module = useSyncExternalStore(subscribe, () => loaded)
   useEffect(() => {
-    if (!loaded) preloadMarkdown().catch((err: unknown) => console.error('Markdown renderer failed to load', err))
+    if (!loaded)
+      preloadMarkdown().catch((err: unknown) =>
+        console.error('Markdown renderer failed to load', err),
+      )
   }, [])
   return module
 }

@@ -15,7 +15,9 @@ describe('renderMarkdown', () => {
     expect(container.querySelector('.code-block-bar')?.textContent).toContain('js')
     expect(container.querySelector('button[aria-label="Copy code"]')).not.toBeNull()
     // Highlighting arrives later, off the first render.
-    await waitFor(() => expect(container.querySelector('.code-block code span.hljs-keyword')).not.toBeNull())
+    await waitFor(() =>
+      expect(container.querySelector('.code-block code span.hljs-keyword')).not.toBeNull(),
+    )
     expect(code?.textContent).toBe('const x = 1')
   })
 
@@ -32,7 +34,9 @@ describe('renderMarkdown', () => {
     const hrefs = [...container.querySelectorAll('a')].map((a) => a.getAttribute('href'))
     expect(hrefs).toContain('https://example.com')
     expect(hrefs.some((h) => h?.startsWith('javascript'))).toBe(false)
-    expect(container.querySelector('a[href="https://example.com"]')?.getAttribute('rel')).toContain('noopener')
+    expect(container.querySelector('a[href="https://example.com"]')?.getAttribute('rel')).toContain(
+      'noopener',
+    )
   })
 
   it('never loads an image: it shows a link naming the host instead', () => {

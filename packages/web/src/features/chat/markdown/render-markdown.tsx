@@ -21,10 +21,15 @@ function codeBlocks() {
     const visit = (node: Root | Element) => {
       node.children = node.children.map((child) => {
         if (child.type !== 'element') return child
-        const code = child.tagName === 'pre' && child.children.length === 1 ? child.children[0] : null
+        const code =
+          child.tagName === 'pre' && child.children.length === 1 ? child.children[0] : null
         if (code && code.type === 'element' && code.tagName === 'code') {
           const classes = ([] as unknown[]).concat(code.properties.className ?? [])
-          const language = classes.map(String).find((c) => c.startsWith('language-'))?.slice(9) ?? ''
+          const language =
+            classes
+              .map(String)
+              .find((c) => c.startsWith('language-'))
+              ?.slice(9) ?? ''
           return {
             type: 'element',
             tagName: 'code-block',
@@ -48,7 +53,13 @@ function textOf(node: ElementContent | Element): string {
 
 // No raw HTML ever (remark-rehype drops it); the sanitiser (GitHub's schema) removes scripts,
 // on* handlers and javascript: URLs from what markdown itself produces.
-const processor = unified().use(remarkParse).use(remarkGfm).use(remarkRehype).use(rehypeSanitize).use(codeBlocks).freeze()
+const processor = unified()
+  .use(remarkParse)
+  .use(remarkGfm)
+  .use(remarkRehype)
+  .use(rehypeSanitize)
+  .use(codeBlocks)
+  .freeze()
 
 const components = {
   a: ExternalLink,

@@ -20,7 +20,13 @@ export interface TransactionTableProps {
 }
 
 /** 'Transaction History' with Previous / Next and 'Page X of Y' when there is more than one page. */
-export function TransactionTable({ items, loading, page, totalPages, onPage }: TransactionTableProps) {
+export function TransactionTable({
+  items,
+  loading,
+  page,
+  totalPages,
+  onPage,
+}: TransactionTableProps) {
   return (
     <Card className="overflow-hidden">
       <h2 className="border-b border-slate-200 px-5 py-4 text-base font-semibold text-slate-900 sm:px-6 dark:border-slate-800 dark:text-white">
@@ -30,9 +36,14 @@ export function TransactionTable({ items, loading, page, totalPages, onPage }: T
         <Spinner />
       ) : items.length === 0 ? (
         <div className="px-6 py-14 text-center">
-          <Receipt className="mx-auto mb-3 h-9 w-9 text-slate-300 dark:text-slate-600" aria-hidden />
+          <Receipt
+            className="mx-auto mb-3 h-9 w-9 text-slate-300 dark:text-slate-600"
+            aria-hidden
+          />
           <p className="font-medium text-slate-800 dark:text-slate-200">No transactions yet</p>
-          <p className="mt-1 text-sm text-slate-500 dark:text-slate-400">Your transaction history will appear here</p>
+          <p className="mt-1 text-sm text-slate-500 dark:text-slate-400">
+            Your transaction history will appear here
+          </p>
         </div>
       ) : (
         // Scrolls sideways on a phone: focusable, so the keyboard can scroll it too.
@@ -45,10 +56,18 @@ export function TransactionTable({ items, loading, page, totalPages, onPage }: T
           <table className="w-full min-w-[40rem] text-left text-sm">
             <thead className="bg-slate-50 text-xs font-medium tracking-wide text-slate-500 uppercase dark:bg-slate-950/40 dark:text-slate-400">
               <tr>
-                <th scope="col" className="px-5 py-3 sm:px-6">Date/Time</th>
-                <th scope="col" className="px-3 py-3">Type</th>
-                <th scope="col" className="px-3 py-3 text-right">Amount</th>
-                <th scope="col" className="px-5 py-3 sm:px-6">Description</th>
+                <th scope="col" className="px-5 py-3 sm:px-6">
+                  Date/Time
+                </th>
+                <th scope="col" className="px-3 py-3">
+                  Type
+                </th>
+                <th scope="col" className="px-3 py-3 text-right">
+                  Amount
+                </th>
+                <th scope="col" className="px-5 py-3 sm:px-6">
+                  Description
+                </th>
               </tr>
             </thead>
             <tbody className="divide-y divide-slate-100 dark:divide-slate-800">
@@ -60,10 +79,14 @@ export function TransactionTable({ items, loading, page, totalPages, onPage }: T
                   <td className="px-3 py-3 whitespace-nowrap font-medium text-slate-800 dark:text-slate-100">
                     {transactionLabel(tx.type)}
                   </td>
-                  <td className={`px-3 py-3 text-right font-semibold whitespace-nowrap tabular-nums ${amountClass(tx.type)}`}>
+                  <td
+                    className={`px-3 py-3 text-right font-semibold whitespace-nowrap tabular-nums ${amountClass(tx.type)}`}
+                  >
                     {formatAmount(tx)}
                   </td>
-                  <td className="px-5 py-3 text-slate-600 sm:px-6 dark:text-slate-300">{transactionDescription(tx)}</td>
+                  <td className="px-5 py-3 text-slate-600 sm:px-6 dark:text-slate-300">
+                    {transactionDescription(tx)}
+                  </td>
                 </tr>
               ))}
             </tbody>
@@ -78,7 +101,12 @@ export function TransactionTable({ items, loading, page, totalPages, onPage }: T
           <span className="text-sm text-slate-600 dark:text-slate-400">
             Page {page} of {totalPages}
           </span>
-          <Button variant="outline" size="sm" disabled={page >= totalPages} onClick={() => onPage(page + 1)}>
+          <Button
+            variant="outline"
+            size="sm"
+            disabled={page >= totalPages}
+            onClick={() => onPage(page + 1)}
+          >
             Next
           </Button>
         </div>
