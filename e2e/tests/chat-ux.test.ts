@@ -217,8 +217,11 @@ describe('chat as people know it', () => {
     await dialog.getByText('0.7', { exact: true }).waitFor()
     const slider = dialog.getByRole('slider', { name: 'Temperature' })
     await slider.focus()
-    for (let i = 0; i < 5; i++) await slider.press('ArrowRight')
-    await dialog.getByText('1.2', { exact: true }).waitFor()
+    // The slider shows the saved value: one step at a time, each after the last one shows.
+    for (const value of ['0.8', '0.9', '1.0', '1.1', '1.2']) {
+      await slider.press('ArrowRight')
+      await dialog.getByText(value, { exact: true }).waitFor()
+    }
     await waitUntil(
       async () =>
         (
