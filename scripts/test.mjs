@@ -12,6 +12,7 @@ for (const dir of [
   'packages/protocol',
   'packages/server',
   'packages/node',
+  'packages/test-kit',
   'packages/web',
   'e2e',
   'bench',

@@ -2,7 +2,7 @@
  * @module Dispatch with many simulated nodes: send -> job_offer at a node, one send at a time and
  * then many in flight, and how many requests per second complete.
  */
-import { Changes, api, subscribe } from './network-client.ts'
+import { Changes, WAIT_MS, api, subscribe } from './network-client.ts'
 import type { SimulatedNodes } from './simulated-nodes.ts'
 
 /** Each in ms from the start of one send. */
@@ -22,6 +22,8 @@ export interface DispatchFigures {
   concurrent: DispatchSample[]
   /** Completed requests per second with `concurrency` sends in flight. */
   requestsPerSecond: number
+  /** The coordinator's CPU time (all threads) per request with `concurrency` sends in flight, ms. */
+  cpuPerRequestMs: number
 }
 
 export async function measureDispatch(
@@ -31,6 +33,8 @@ export async function measureDispatch(
   sims: SimulatedNodes,
   sends: number,
   concurrency: number,
+  /** The coordinator's CPU time so far, seconds. */
+  coordinatorCpu: () => number,
 ): Promise<DispatchFigures> {
   const completed = new Set<string>()
   const changes = new Changes()
@@ -60,23 +64,29 @@ export async function measureDispatch(
     )) as { request_id: string }
     const answered = performance.now() - start
     const offered = (await sims.offered(sent.request_id)) - start
-    await changes.until(() => completed.has(sent.request_id), 10_000)
+    await changes.until(() => completed.has(sent.request_id), WAIT_MS)
     return { answered, offered, completed: performance.now() - start }
   }
   try {
     const sequential: DispatchSample[] = []
     for (let i = 0; i < sends; i++) sequential.push(await sendOne(conversations[i]))
 
+    // The client's connections are open before the phase starts, so the phase times sends, not
+    // TCP connection set-up (on this shared machine a new connection is now and then refused and
+    // tried again a second or more later: Tcp:AttemptFails in /proc/net/snmp).
+    await Promise.all(Array.from({ length: concurrency }, () => fetch(url + '/api/health')))
     const concurrent: DispatchSample[] = []
     const queue = conversations.slice(sends)
     const start = performance.now()
+    const cpuBefore = coordinatorCpu()
     await Promise.all(
       Array.from({ length: concurrency }, async () => {
         for (let c = queue.shift(); c; c = queue.shift()) concurrent.push(await sendOne(c))
       }),
     )
     const requestsPerSecond = sends / ((performance.now() - start) / 1000)
-    return { sequential, concurrent, requestsPerSecond }
+    const cpuPerRequestMs = ((coordinatorCpu() - cpuBefore) * 1000) / sends
+    return { sequential, concurrent, requestsPerSecond, cpuPerRequestMs }
   } finally {
     stop()
   }

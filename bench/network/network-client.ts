@@ -53,6 +53,10 @@ export async function linkNode(
   return { nodeId: answer.node_id, credential: answer.credential }
 }
 
+/** How long the dispatch phase waits for one offer or completion: long enough that a slow tail
+ * (hundreds of sends in flight on a busy machine) is measured rather than cut off. */
+export const WAIT_MS = 120_000
+
 export class BenchTimeoutError extends Error {
   name = 'BenchTimeoutError'
 }

@@ -9,7 +9,7 @@ import {
   nodeAuthorizationHeader,
   type ServerToNodeFrame,
 } from '@meshwork/protocol'
-import { Changes, api, linkNode, waitFor } from './network-client.ts'
+import { Changes, WAIT_MS, api, linkNode, waitFor } from './network-client.ts'
 
 export interface SimulatedNodes {
   /** When (performance.now) the offer for this request reached a node. */
@@ -97,7 +97,7 @@ export async function startSimulatedNodes(
     return list.node_count >= count
   }, 30_000)
   return {
-    offered: (requestId) => changes.until(() => offers.get(requestId), 10_000),
+    offered: (requestId) => changes.until(() => offers.get(requestId), WAIT_MS),
     async stop() {
       for (const ws of sockets) ws.terminate()
     },

@@ -24,6 +24,7 @@ import {
   type CoordinatorProcess,
 } from '../lib/coordinator-process.ts'
 import { api, signUp } from '../network/network-client.ts'
+import { modelMirror as mirror } from '@meshwork/test-kit'
 
 const steps = (process.env.STEPS ?? '100,250,500,750,1000').split(',').map(Number)
 const nodes = Number(process.env.NODES ?? 250)
@@ -35,7 +36,6 @@ const measureS = Number(process.env.MEASURE_S ?? 10)
 const chatsPerUser = 10
 const keepGoing = process.env.KEEP_GOING === '1'
 const metricsToken = 'bench-scale-metrics-token'
-const mirror = fileURLToPath(new URL('../../../shared/models/', import.meta.url))
 const now = () => performance.timeOrigin + performance.now()
 const epoch = now()
 

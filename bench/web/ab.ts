@@ -4,7 +4,9 @@
  * between them, so both see the same machine load. Figures: wall clock from navigation start to
  * the newest answer rendered (its <strong>) inside the visible message list, and the page's
  * main-thread CPU time until then (Chromium's ThreadTime). Used for docs/performance.md.
- * Run: npx tsx bench/web/ab.ts <distA> <distB>   (env RUNS=9, SEED=200)
+ * With WARM=1 each measured load is a returning visit: the same browser context has loaded the
+ * page three times before (HTTP cache and V8's code cache warm, as for a user who comes back).
+ * Run: npx tsx bench/web/ab.ts <distA> <distB>   (env RUNS=9, SEED=200, WARM=0)
  */
 import type { Browser } from 'playwright-core'
 import { launchBrowser } from '../../e2e/harness/browser.ts'
@@ -20,6 +22,7 @@ import { loadavg } from 'node:os'
 
 const runs = Number(process.env.RUNS ?? 9)
 const seed = Number(process.env.SEED ?? 200)
+const visitsBefore = process.env.WARM === '1' ? 3 : 0
 const [distA, distB] = process.argv.slice(2)
 if (!distA || !distB) throw new Error('usage: ab.ts <distA> <distB>')
 
@@ -45,6 +48,11 @@ async function load(browser: Browser, s: Side) {
     ([token, record]) => localStorage.setItem('pocketbase_auth', JSON.stringify({ token, record })),
     [s.user.token, s.user.record] as const,
   )
+  for (let v = 0; v < visitsBefore; v++) {
+    const earlier = await context.newPage()
+    await earlier.goto(`${s.server.url}/chat?c=${s.conversation}`, { waitUntil: 'networkidle' })
+    await earlier.close()
+  }
   const page = await context.newPage()
   const cdp = await context.newCDPSession(page)
   await cdp.send('Performance.enable', { timeDomain: 'threadTicks' } as never)

@@ -143,6 +143,57 @@ async function renderTimes(
   return { shown, times, cpu, rendered }
 }
 
+/**
+ * The same conversation opened from the sidebar of the running app (another conversation open
+ * before): the click to the newest answer visible, as rendered markdown. Its history is fetched
+ * at the click, as for a reader switching chats; the app's code has been loaded already.
+ */
+async function openTimes(
+  browser: Browser,
+  server: Coordinator,
+  user: TestUser,
+  ids: { long: string; other: string },
+) {
+  const times: number[] = []
+  for (let i = 0; i < runs + 1; i++) {
+    const context = await coldContext(browser, user)
+    const page = await context.newPage()
+    await page.goto(`${server.url}/chat?c=${ids.other}`)
+    await page.locator('[role="log"] [data-role="user-message"]').first().waitFor()
+    const target = page.getByRole('button', { name: /Long Conversation/ }).first()
+    await target.waitFor()
+    await page.evaluate(() =>
+      window.addEventListener(
+        'pointerdown',
+        () => ((window as unknown as { clickAt: number }).clickAt = performance.now()),
+        { capture: true, once: true },
+      ),
+    )
+    await target.click()
+    const handle = await page.waitForFunction(
+      (m) => {
+        const log = document.querySelector('[role="log"]')
+        const answer = Array.from(log?.querySelectorAll('.markdown') ?? []).find(
+          (el) => el.textContent?.includes(m) && el.querySelector('strong'),
+        )
+        if (!log || !answer) return false
+        const box = answer.getBoundingClientRect()
+        const view = log.getBoundingClientRect()
+        const clickAt = (window as unknown as { clickAt?: number }).clickAt
+        return clickAt !== undefined && box.top >= view.top && box.bottom <= view.bottom + 1
+          ? performance.now() - clickAt
+          : false
+      },
+      `Reply number ${seed}:`,
+      { polling: 'raf', timeout: 30_000 },
+    )
+    const ms = (await handle.jsonValue()) as number
+    await context.close()
+    if (i > 0) times.push(ms)
+  }
+  return times
+}
+
 function kb(bytes: number): string {
   return `${(bytes / 1024).toFixed(1)} KB`
 }
@@ -185,6 +236,8 @@ async function main() {
       user,
     )
     const { shown, times, cpu, rendered } = await renderTimes(browser, server, user, conversationId)
+    const otherId = await seedConversation(server, user, 2, 'Other Conversation')
+    const opens = await openTimes(browser, server, user, { long: conversationId, other: otherId })
 
     const sum = (l: ScriptLoad[], k: 'bytes' | 'gzipBytes') => l.reduce((s, x) => s + x[k], 0)
     const rows = [
@@ -209,6 +262,9 @@ async function main() {
     )
     lines.push(
       `| /chat render: the page's main-thread CPU time until then, median | ${median(cpu).toFixed(0)} ms | | |`,
+    )
+    lines.push(
+      `| the same conversation opened from the sidebar of the running app (click → newest answer shown), median of ${runs} | ${median(opens).toFixed(0)} ms (min ${Math.min(...opens).toFixed(0)}, max ${Math.max(...opens).toFixed(0)}) | | |`,
     )
     const load = loadavg()
       .map((l) => l.toFixed(2))
@@ -238,6 +294,9 @@ context so nothing is cached.
   view (${rendered} exchanges here). One warm-up load, then the median of ${runs}. Beside it, the
   main thread's CPU time over the same span (Chromium's \`ThreadTime\` metric), which the machine's
   other load moves far less than the wall-clock figure.
+- **opened from the sidebar**: the same conversation, clicked in the sidebar of the running app
+  while another one is open: from the click to the newest answer shown as above (its history is
+  fetched at the click). The cost of showing a long chat without the cost of starting the app.
 
 Measured ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC on the development machine (${cpus().length} cores, shared with other work; load average ${load} when the run ended):
 

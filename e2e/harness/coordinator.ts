@@ -10,9 +10,10 @@ import { startServer, type RunningServer } from '../../packages/server/src/serve
 import { requireCollection } from '../../packages/server/src/core/collections/registry.ts'
 import { server as superuser } from '../../packages/server/src/core/records/caller.ts'
 import type { RecordJson } from '../../packages/server/src/core/records/serialize.ts'
-import { agentPackage, repoRoot, webDist } from './web-build.ts'
+import { modelMirror } from '@meshwork/test-kit'
+import { agentPackage, webDist } from './web-build.ts'
 
-export const modelMirror = join(repoRoot, '../shared/models')
+export { modelMirror, waitUntil } from '@meshwork/test-kit'
 
 export interface Coordinator extends RunningServer {
   stop(): Promise<void>
@@ -174,18 +175,4 @@ export async function seedConversation(
       .execute()
   }
   return conv.id
-}
-
-export async function waitUntil<T>(
-  check: () => Promise<T | undefined | null | false> | T | undefined | null | false,
-  timeoutMs = 10_000,
-  what = 'condition',
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const value = await check()
-    if (value) return value
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 50))
-  }
 }

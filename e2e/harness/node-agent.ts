@@ -2,29 +2,28 @@
  * @module Real node agents (llama.cpp, one thread) linked to the coordinator through the device
  * flow, and node models driven through the records API the way the web app drives them.
  */
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import {
-  linkDevice,
-  startAgent,
-  type RunningAgent,
-  type StartAgentOptions,
-} from '../../packages/node/src/index.ts'
-import { api, waitUntil, type Coordinator, type TestUser } from './coordinator.ts'
+  approveAs,
+  linkNode as linkDevice,
+  startTestAgent,
+  waitUntil,
+  type Approver,
+  type LinkedNode,
+  type TestAgent,
+} from '@meshwork/test-kit'
+import type { StartAgentOptions } from '../../packages/node/src/index.ts'
+import { api, type Coordinator, type TestUser } from './coordinator.ts'
 
-export interface LinkedNode {
-  nodeId: string
-  credential: string
-}
+export type { LinkedNode }
+export type NodeAgent = TestAgent
 
 /** Links a device; `approve` gets the approve URL and must approve it (API call or browser). */
 export function linkNode(
   server: Coordinator,
   deviceName: string,
-  approve: (url: string) => void | Promise<void>,
+  approve: Approver,
 ): Promise<LinkedNode> {
-  return linkDevice({ server: server.url, deviceName, onApproveUrl: (url) => void approve(url) })
+  return linkDevice(server.url, deviceName, approve)
 }
 
 /** Links a device, approving through the API as `owner`. */
@@ -33,47 +32,15 @@ export function linkNodeByApi(
   owner: TestUser,
   deviceName: string,
 ): Promise<LinkedNode> {
-  return linkNode(server, deviceName, async (url) => {
-    const token = new URL(url).searchParams.get('token')
-    await api(
-      server,
-      'POST',
-      '/api/auth/complete-flow',
-      { state_token: token, user_info: {} },
-      owner.token,
-    )
-  })
+  return linkDevice(server.url, deviceName, approveAs(server.url, owner.token))
 }
 
-export interface NodeAgent {
-  agent: RunningAgent
-  stop(): Promise<void>
-}
-
-export async function runAgent(
+export function runAgent(
   server: Coordinator,
   linked: LinkedNode,
   extra: Partial<StartAgentOptions> = {},
-): Promise<NodeAgent> {
-  const home = mkdtempSync(join(tmpdir(), 'meshwork-e2e-node-'))
-  const agent = await startAgent({
-    server: server.url,
-    nodeId: linked.nodeId,
-    credential: linked.credential,
-    home,
-    threads: 1,
-    gpu: false,
-    heartbeatIntervalMs: 1000,
-    progressIntervalMs: 20,
-    ...extra,
-  })
-  return {
-    agent,
-    async stop() {
-      await agent.stop()
-      rmSync(home, { recursive: true, force: true })
-    },
-  }
+): Promise<TestAgent> {
+  return startTestAgent(server.url, linked, extra)
 }
 
 interface NodeModelRow {

@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { applyEntry } from '../../packages/server/src/core/ledger/ledger-entry.ts'
+import { withUnitOfWork } from '../../packages/server/src/core/records/unit-of-work.ts'
 import { launchBrowser, screenshot } from '../harness/browser.ts'
 import { createUser, openAs, startCoordinator, type Coordinator } from '../harness/coordinator.ts'
 
@@ -101,9 +102,9 @@ describe('account screens', () => {
   it('pages through more than 50 transactions on the profile', async () => {
     await freshPage()
     const user = await createUser(server, 'ledger')
-    await server.core.database.db.transaction().execute(async (trx) => {
+    await withUnitOfWork(server.core, async (uow) => {
       for (let i = 1; i <= 60; i++) {
-        await applyEntry(trx, {
+        await applyEntry(uow, {
           user: user.id,
           type: i % 2 ? 'credit_admin' : 'debit_admin',
           amount: i,

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Browser, BrowserContext, Locator, Page } from 'playwright-core'
 import { toUnits } from '../../packages/server/src/core/ledger/credits.ts'
 import { applyEntry } from '../../packages/server/src/core/ledger/ledger-entry.ts'
+import { withUnitOfWork } from '../../packages/server/src/core/records/unit-of-work.ts'
 import { launchBrowser } from '../harness/browser.ts'
 import { captureAll, DESKTOP } from '../harness/capture.ts'
 import {
@@ -76,24 +77,22 @@ describe('chat as people know it', () => {
   const db = () => server.core.database.db
   /** Moves the owner's balance to `target` credits through the ledger (an admin credit or debit). */
   const setBalance = (target: number) =>
-    db()
-      .transaction()
-      .execute(async (trx) => {
-        const row = await trx
-          .selectFrom('user_balances')
-          .select('balance')
-          .where('user', '=', owner.id)
-          .executeTakeFirstOrThrow()
-        // The ledger counts thousandths of a credit.
-        const delta = toUnits(target) - Number(row.balance)
-        if (delta === 0) return
-        await applyEntry(trx, {
-          user: owner.id,
-          type: delta > 0 ? 'credit_admin' : 'debit_admin',
-          amount: Math.abs(delta),
-          description: 'Test balance',
-        })
+    withUnitOfWork(server.core, async (uow) => {
+      const row = await uow.trx
+        .selectFrom('user_balances')
+        .select('balance')
+        .where('user', '=', owner.id)
+        .executeTakeFirstOrThrow()
+      // The ledger counts thousandths of a credit.
+      const delta = toUnits(target) - Number(row.balance)
+      if (delta === 0) return
+      await applyEntry(uow, {
+        user: owner.id,
+        type: delta > 0 ? 'credit_admin' : 'debit_admin',
+        amount: Math.abs(delta),
+        description: 'Test balance',
       })
+    })
   const sidebar = (p = page) => p.getByRole('complementary', { name: 'Conversations' })
   const log = (p = page) => p.getByRole('log', { name: 'Messages' })
   const composer = (p = page) => p.getByRole('textbox', { name: 'Message' })

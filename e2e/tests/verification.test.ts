@@ -15,6 +15,7 @@ import {
 } from '../../packages/server/src/core/ledger/pending-earnings.ts'
 import { settleRequest } from '../../packages/server/src/core/ledger/settlement.ts'
 import { newRecordId } from '../../packages/server/src/tools/ids.ts'
+import { withUnitOfWork } from '../../packages/server/src/core/records/unit-of-work.ts'
 import { launchBrowser } from '../harness/browser.ts'
 import { captureAll } from '../harness/capture.ts'
 import {
@@ -68,36 +69,38 @@ describe('verification state and pending earnings on screen', () => {
     // 5 from Caught Box (held, then returned to the payer when it fails a canary).
     const answer = async (node: string, output: number) => {
       const id = newRecordId()
-      await db.transaction().execute(async (trx) => {
-        const r = await holdCredits(trx, {
+      await withUnitOfWork(server.core, async (uow) => {
+        const r = await holdCredits(uow, {
           user: payer.id,
           estimatedInput: 0,
           maxOutput: 256,
           minOutput: 16,
           multiplierUnits: 1000,
         })
-        await trx
+        await uow.trx
           .insertInto('requests')
           .values({ id, user: payer.id, model, status: 'pending', reserved: r.amount })
           .execute()
       })
-      const settled = await settleRequest(db, {
-        requestId: id,
-        nodeId: node,
-        response: 'Once upon a time',
-        tokensInput: 0,
-        tokensOutput: output,
-        processingTimeMs: 10,
-      })
+      const settled = await withUnitOfWork(server.core, (uow) =>
+        settleRequest(uow, {
+          requestId: id,
+          nodeId: node,
+          response: 'Once upon a time',
+          tokensInput: 0,
+          tokensOutput: output,
+          processingTimeMs: 10,
+        }),
+      )
       expect(settled?.cost).toBe(output * 1000)
     }
     await answer(nodes['New Box'], 30)
     await answer(nodes['New Box'], 12)
     await answer(nodes['Old Faithful'], 20)
     await answer(nodes['Caught Box'], 5)
-    await db
-      .transaction()
-      .execute((trx) => reversePendingEarnings(trx, nodes['Caught Box'], REVERSAL_REASON))
+    await withUnitOfWork(server.core, (uow) =>
+      reversePendingEarnings(uow, nodes['Caught Box'], REVERSAL_REASON),
+    )
   })
   afterAll(async () => {
     for (const c of contexts) await c.close()

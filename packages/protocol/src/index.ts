@@ -77,3 +77,5 @@ export {
 } from './request-status.ts'
 export type { RequestStatus, CancelRequestBody, CancelRequestAnswer } from './request-status.ts'
 export { requestStatusSchema, cancelRequestBodySchema } from './requests.ts'
+export { JOB_REJECT_REASONS } from './job-reject.ts'
+export { CHARS_PER_TOKEN, estimateTokens } from './token-estimate.ts'

@@ -60,10 +60,10 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     stopping = true
     const drain = signal === 'SIGTERM' ? server.drain(config.drainMs ?? 30_000) : Promise.resolve()
     void drain
-      .catch((err) => console.error('drain failed', err))
+      .catch((err) => log.error({ err }, 'drain failed'))
       .then(() => (localNode ? localNode.agent.stop().catch(() => {}) : undefined))
       .then(() => server.close())
-      .catch((err) => console.error('shutdown failed', err))
+      .catch((err) => log.error({ err }, 'shutdown failed'))
       .finally(() => process.exit(0))
   })
 }

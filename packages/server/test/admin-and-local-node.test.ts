@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { nodeAuthorizationHeader } from '@meshwork/protocol'
 import { addModel, adjustCredits, editModel } from '../src/cli/admin-commands.ts'
 import { holdCredits } from '../src/core/ledger/reservation.ts'
+import { withUnitOfWork } from '../src/core/records/unit-of-work.ts'
 import {
   ensureLocalNode,
   HOUSE_EMAIL,
@@ -19,8 +20,8 @@ import {
 import { dialects, signUp, startTestServer, type TestServer } from './harness.ts'
 import { modelId } from './fixtures.ts'
 import { linkNode, postJson, waitUntil } from './support/network.ts'
+import { modelMirror as mirror } from '@meshwork/test-kit'
 
-const mirror = fileURLToPath(new URL('../../../../shared/models/', import.meta.url))
 const serverRoot = fileURLToPath(new URL('..', import.meta.url))
 
 describe.each(dialects)('[%s] admin commands, model downloads and the local node', (dialect) => {
@@ -77,13 +78,15 @@ describe.each(dialects)('[%s] admin commands, model downloads and the local node
     const pb = await signUp(server, 'heldadmin')
     const user = pb.authStore.record!
     // An answer in progress holds 900 of the 1,000 credits (units are thousandths).
-    await holdCredits(server.core.database.db, {
-      user: user.id,
-      estimatedInput: 100,
-      maxOutput: 800,
-      minOutput: 1,
-      multiplierUnits: 1000,
-    })
+    await withUnitOfWork(server.core, (uow) =>
+      holdCredits(uow, {
+        user: user.id,
+        estimatedInput: 100,
+        maxOutput: 800,
+        minOutput: 1,
+        multiplierUnits: 1000,
+      }),
+    )
     await expect(
       adjustCredits(server.core.database.db, {
         email: user.email,

@@ -30,8 +30,8 @@ import {
 import { setTrusted } from '../src/cli/node-trust.ts'
 import type { CanaryOutcome } from '../src/core/verification/canaries.ts'
 import { madeUpStories } from '../../../bench/verification/made-up-stories.ts'
+import { modelMirror as mirror } from '@meshwork/test-kit'
 
-const mirror = fileURLToPath(new URL('../../../../shared/models/', import.meta.url))
 const serverRoot = fileURLToPath(new URL('..', import.meta.url))
 
 describe.each(dialects)('[%s] canary verification with llama.cpp', (dialect) => {

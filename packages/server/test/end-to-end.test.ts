@@ -3,20 +3,18 @@
  * device flow, models come from the coordinator's mirror (../shared/models), chat goes over HTTP
  * and realtime through the SDK.
  */
-import { existsSync, mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { existsSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import type PocketBase from 'pocketbase'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { getLlama, LlamaLogLevel } from 'node-llama-cpp'
-import { LinkDeniedError, linkDevice, startAgent, type RunningAgent } from '@meshwork/node'
+import { LinkDeniedError, startAgent, type RunningAgent } from '@meshwork/node'
 import { dialects, signUp, startTestServer, type TestServer } from './harness.ts'
 import { modelId } from './fixtures.ts'
 import { postJson, waitUntil } from './support/network.ts'
 import { setTrusted } from '../src/cli/node-trust.ts'
+import { approveAs, linkNode, modelMirror as mirror, startTestAgent } from '@meshwork/test-kit'
 
-const mirror = fileURLToPath(new URL('../../../../shared/models/', import.meta.url))
 const haveModels = existsSync(join(mirror, 'stories260K.gguf'))
 
 describe.each(dialects)('[%s] end to end with llama.cpp', (dialect) => {
@@ -37,34 +35,14 @@ describe.each(dialects)('[%s] end to end with llama.cpp', (dialect) => {
 
   /** Links a device the way `meshwork-node login` does, approving (or denying) as `owner`. */
   async function link(owner: PocketBase, device: string, decision: 'approve' | 'deny' = 'approve') {
-    return linkDevice({
-      server: server.url,
-      deviceName: device,
-      onApproveUrl: (url) => {
-        const token = new URL(url).searchParams.get('token')!
-        const body =
-          decision === 'approve'
-            ? { state_token: token, user_info: {} }
-            : { state_token: token, status: 'failed', error: 'User denied authorization' }
-        void postJson(server, '/api/auth/complete-flow', body, owner.authStore.token)
-      },
-    })
+    return linkNode(server.url, device, approveAs(server.url, owner.authStore.token, decision))
   }
 
   async function agentFor(owner: PocketBase, device: string) {
     const linked = await link(owner, device)
-    const home = mkdtempSync(join(tmpdir(), 'meshwork-node-'))
+    // Stopped and cleaned up in afterAll, as agents restarted on the same home are.
+    const { agent, home } = await startTestAgent(server.url, linked)
     homes.push(home)
-    const agent = await startAgent({
-      server: server.url,
-      nodeId: linked.nodeId,
-      credential: linked.credential,
-      home,
-      threads: 1,
-      gpu: false,
-      heartbeatIntervalMs: 1000,
-      progressIntervalMs: 20,
-    })
     agents.push(agent)
     agentsByNode.set(linked.nodeId, agent)
     return { agent, nodeId: linked.nodeId, home, linked }

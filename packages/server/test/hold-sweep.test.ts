@@ -59,13 +59,13 @@ describe.each(dialects)('[%s] stranded-hold sweep', (dialect) => {
       await node.firstJob()
       const reserve = (await balanceOf(second, user)).held as number
       expect(reserve).toBe(2 + 256)
-      expect(await sweepStrandedHolds(second.core.database.db, () => {})).toEqual([])
+      expect(await sweepStrandedHolds(second.core, () => {})).toEqual([])
       await second.core.database.db
         .updateTable('user_balances')
         .set({ held: (reserve + 7) * 1000 })
         .where('user', '=', user)
         .execute()
-      expect(await sweepStrandedHolds(second.core.database.db, () => {})).toEqual([
+      expect(await sweepStrandedHolds(second.core, () => {})).toEqual([
         { user, held: (reserve + 7) * 1000, reserved: reserve * 1000 },
       ])
       expect((await balanceOf(second, user)).held).toBe(reserve)

@@ -4,7 +4,6 @@
  * nothing, the user pays at most for what was streamed, and the ledger holds afterwards. Run with
  * the coordinator's own tokenizer (the model files are in its mirror) and without (byte bound).
  */
-import { fileURLToPath } from 'node:url'
 import WebSocket from 'ws'
 import type PocketBase from 'pocketbase'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
@@ -16,8 +15,8 @@ import { FakeNode, linkNode, postJson, servingNode as serve, waitUntil } from '.
 import { expectAuditPasses, txsOf } from './support/ledger.ts'
 import { setTrusted } from '../src/cli/node-trust.ts'
 import { byteRule, CALIBRATION_MIN_TOKENS } from '../src/core/metering/calibration.ts'
+import { modelMirror as mirror } from '@meshwork/test-kit'
 
-const mirror = fileURLToPath(new URL('../../../../shared/models/', import.meta.url))
 const BUDGET = 40
 
 const cases = dialects.flatMap((dialect) => [

@@ -25,6 +25,7 @@ import {
 } from '../src/core/ledger/pending-earnings.ts'
 import { chargeDeletedRequest, failRequest, settleRequest } from '../src/core/ledger/settlement.ts'
 import { server as superuser } from '../src/core/records/caller.ts'
+import { withUnitOfWork, type UnitOfWork } from '../src/core/records/unit-of-work.ts'
 import { newRecordId } from '../src/tools/ids.ts'
 import { dialects, startTestServer, type TestServer } from './harness.ts'
 import { expectAuditPasses } from './support/ledger.ts'
@@ -172,6 +173,8 @@ async function runScenario(
   ops: Op[],
 ) {
   const db = server.core.database.db
+  /** Each ledger call in its own unit of work, as the coordinator makes them. */
+  const unit = <T>(work: (uow: UnitOfWork) => Promise<T>) => withUnitOfWork(server.core, work)
   const records = server.core.records
   const models: Array<{ id: string; multiplier: number }> = []
   for (const m of multipliers) {
@@ -246,8 +249,8 @@ async function runScenario(
       const a = accounts[o.user]
       if (!a.open) continue
       const debit = o.kind === 'debit'
-      const run = db.transaction().execute((trx) =>
-        applyEntry(trx, {
+      const run = unit((uow) =>
+        applyEntry(uow, {
           user: a.id,
           type: debit ? 'debit_admin' : 'credit_admin',
           amount: o.units,
@@ -268,15 +271,15 @@ async function runScenario(
       const available = a.balance - a.held
       const cap = Math.min(MAX_OUTPUT, m > 0 ? Math.floor(available / m) - o.input : MAX_OUTPUT)
       const id = newRecordId()
-      const run = db.transaction().execute(async (trx) => {
-        const r = await holdCredits(trx, {
+      const run = unit(async (uow) => {
+        const r = await holdCredits(uow, {
           user: a.id,
           estimatedInput: o.input,
           maxOutput: MAX_OUTPUT,
           minOutput: MIN_OUTPUT,
           multiplierUnits: m,
         })
-        await trx
+        await uow.trx
           .insertInto('requests')
           .values({
             id,
@@ -320,7 +323,7 @@ async function runScenario(
         tokensOutput: output,
         processingTimeMs: 1,
       }
-      const settled = await settleRequest(db, completion)
+      const settled = await unit((uow) => settleRequest(uow, completion))
       const self = owner === a
       const cost = self
         ? 0
@@ -329,12 +332,12 @@ async function runScenario(
       a.held -= r.reserved
       a.balance -= cost
       earn(r.user, accounts.indexOf(owner), cost)
-      if (o.twice) expect(await settleRequest(db, completion)).toBeNull()
+      if (o.twice) expect(await unit((uow) => settleRequest(uow, completion))).toBeNull()
       open = open.filter((x) => x !== r)
     } else if (o.kind === 'fail') {
       if (!open.length) continue
       const r = open[o.request % open.length]
-      expect(await failRequest(db, r.id, 'no node', true)).toBe(true)
+      expect(await unit((uow) => failRequest(uow, r.id, 'no node', true))).toBe(true)
       accounts[r.user].held -= r.reserved
       open = open.filter((x) => x !== r)
     } else if (o.kind === 'delete') {
@@ -362,7 +365,7 @@ async function runScenario(
         multiplierUnits: r.multiplier,
         reservedUnits: r.reserved,
       }
-      const charged = await chargeDeletedRequest(db, charge)
+      const charged = await unit((uow) => chargeDeletedRequest(uow, charge))
       const cost =
         owner === a
           ? 0
@@ -373,7 +376,7 @@ async function runScenario(
       expect(charged?.cost ?? 0).toBe(cost)
       a.balance -= cost
       earn(r.user, accounts.indexOf(owner), cost)
-      expect(await chargeDeletedRequest(db, charge)).toBeNull() // never twice
+      expect(await unit((uow) => chargeDeletedRequest(uow, charge))).toBeNull() // never twice
       const conversation = await server.core.records.create(
         superuser,
         requireCollection('conversations'),
@@ -394,14 +397,14 @@ async function runScenario(
       const a = accounts[o.node]
       if (!a.open) continue
       // What a canary verdict does to the ledger (verdicts.ts and its hooks).
-      await db.transaction().execute(async (trx) => {
-        await trx
+      await unit(async (uow) => {
+        await uow.trx
           .updateTable('nodes')
           .set({ verification: o.pass ? 'verified' : 'probation' })
           .where('id', '=', a.node)
           .execute()
-        if (o.pass) await releasePendingEarnings(trx, a.node)
-        else await reversePendingEarnings(trx, a.node, REVERSAL_REASON)
+        if (o.pass) await releasePendingEarnings(uow, a.node)
+        else await reversePendingEarnings(uow, a.node, REVERSAL_REASON)
       })
       if (o.pass) {
         a.balance += a.pending
@@ -438,6 +441,6 @@ async function runScenario(
     expect(json.pending_earnings).toBe(a.pending / 1000)
   }
   // Leave nothing open for the next run's audit.
-  for (const r of open) await failRequest(db, r.id, 'end of run', false)
+  for (const r of open) await unit((uow) => failRequest(uow, r.id, 'end of run', false))
   await expectAuditPasses(server)
 }

@@ -329,6 +329,25 @@ describe.each(dialects)('[%s] device link flow and node gateway', (dialect) => {
     expect(await new FakeNode(server, nodeId, credential).connect()).toBe(401)
   })
 
+  it("writes a beating node's row when its status changes, not at every heartbeat", async () => {
+    const owner = await signUp(server, 'beating')
+    const { nodeId, credential } = await linkNode(server, owner)
+    const node = new FakeNode(server, nodeId, credential) // beats every 100 ms
+    await node.connect()
+    const row = () => owner.collection('nodes').getOne(nodeId)
+    await waitUntil(async () => (await row()).status === 'online', 5000, 'online')
+    const seen = (await row()).last_seen
+    await new Promise((r) => setTimeout(r, 700))
+    // Seven heartbeats later: still online, and the row was not written again.
+    expect(await row()).toMatchObject({ status: 'online', last_seen: seen })
+    // A heartbeat that changes the status is written at once.
+    node.silence()
+    node.send({ type: 'heartbeat', busy_jobs: 1, max_jobs: 1 })
+    await waitUntil(async () => (await row()).status === 'busy', 5000, 'busy')
+    expect((await row()).last_seen > seen).toBe(true)
+    node.kill()
+  })
+
   it('takes a node offline when its heartbeats stop', async () => {
     const owner = await signUp(server, 'silent')
     const { nodeId, credential } = await linkNode(server, owner)

@@ -5,6 +5,7 @@
 import type PocketBase from 'pocketbase'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { applyEntry } from '../src/core/ledger/ledger-entry.ts'
+import { withUnitOfWork } from '../src/core/records/unit-of-work.ts'
 import { toUnits } from '../src/core/ledger/credits.ts'
 import { createAsServer, modelId, updateAsServer } from './fixtures.ts'
 import { dialects, signUp, startTestServer, type TestServer } from './harness.ts'
@@ -44,8 +45,8 @@ describe.each(dialects)('spec section 7 calls [%s]', (dialect) => {
         node,
       })
     ).id as string
-    await server.core.database.db.transaction().execute(async (trx) => {
-      await applyEntry(trx, {
+    await withUnitOfWork(server.core, async (uow) => {
+      await applyEntry(uow, {
         user: userId,
         type: 'debit_inference_request',
         amount: toUnits(3),

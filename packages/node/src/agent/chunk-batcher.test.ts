@@ -1,8 +1,11 @@
-import { describe, expect, it } from 'vitest'
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { ChunkBatcher } from './chunk-batcher.ts'
 
 describe('ChunkBatcher', () => {
-  it('sends the first piece at once and coalesces the rest per interval', async () => {
+  beforeEach(() => vi.useFakeTimers())
+  afterEach(() => vi.useRealTimers())
+
+  it('sends the first piece at once and coalesces the rest per interval', () => {
     const sent: string[] = []
     const batcher = new ChunkBatcher((t) => sent.push(t), 30)
     batcher.push('Once')
@@ -10,21 +13,23 @@ describe('ChunkBatcher', () => {
     batcher.push(' upon')
     batcher.push(' a')
     expect(sent).toEqual(['Once'])
-    await new Promise((r) => setTimeout(r, 60))
+    vi.advanceTimersByTime(29)
+    expect(sent).toEqual(['Once'])
+    vi.advanceTimersByTime(1)
     expect(sent).toEqual(['Once', ' upon a'])
     batcher.push(' time')
     batcher.flush()
     expect(sent).toEqual(['Once', ' upon a', ' time'])
   })
 
-  it('drops pending text when discarded and ignores empty pieces', async () => {
+  it('drops pending text when discarded and ignores empty pieces', () => {
     const sent: string[] = []
     const batcher = new ChunkBatcher((t) => sent.push(t), 10)
     batcher.push('')
     batcher.push('a')
     batcher.push('b')
     batcher.discard()
-    await new Promise((r) => setTimeout(r, 30))
+    vi.advanceTimersByTime(100)
     expect(sent).toEqual(['a'])
   })
 })

@@ -6,6 +6,7 @@
 import { ChunkBatcher } from './chunk-batcher.ts'
 import type { JobOfferFrame, NodeToServerFrame } from '@meshwork/protocol'
 import { GenerationAbortedError, type LoadedModel } from '../inference/inference-engine.ts'
+import { JOB_REJECT_REASONS } from '@meshwork/protocol'
 
 export interface JobRunnerOptions {
   maxJobs: number
@@ -21,8 +22,8 @@ export type JobEvent =
   | { kind: 'failed'; jobId: string; error: string }
   | { kind: 'cancelled'; jobId: string }
 
-export const REJECT_NO_SLOT = 'No free job slot'
-export const REJECT_NOT_SERVING = 'Model is not being served by this node'
+export const REJECT_NO_SLOT = JOB_REJECT_REASONS.noSlot
+export const REJECT_NOT_SERVING = JOB_REJECT_REASONS.notServing
 
 export class JobRunner {
   readonly #o: JobRunnerOptions

@@ -6,6 +6,7 @@
  */
 import type { NodeToServerFrame, ScoreRequestFrame } from '@meshwork/protocol'
 import type { LoadedModel } from '../inference/inference-engine.ts'
+import { JOB_REJECT_REASONS } from '@meshwork/protocol'
 
 export interface ScoreRunnerOptions {
   serving: (modelId: string) => LoadedModel | null
@@ -24,7 +25,7 @@ export class ScoreRunner {
     const fail = (error: string) =>
       this.#o.send({ type: 'score_failed', score_id: frame.score_id, error: error.slice(0, 1000) })
     const model = this.#o.serving(frame.model_id)
-    if (!model?.score) return fail('Model is not being served by this node')
+    if (!model?.score) return fail(JOB_REJECT_REASONS.notServing)
     const abort = new AbortController()
     this.#running.add(abort)
     model

@@ -20,13 +20,13 @@ export function bindApiKeyRoutes(app: Hono, core: CoreApp) {
 
   app.post('/api/keys', async (c) => {
     const user = await signedIn(c)
-    return c.json(await createApiKey(db, user, await readBody(c)))
+    return c.json(await createApiKey(core, user, await readBody(c)))
   })
 
   app.get('/api/keys', async (c) => c.json(await listApiKeys(db, await signedIn(c))))
 
   app.delete('/api/keys/:id', async (c) => {
-    await revokeApiKey(db, await signedIn(c), c.req.param('id'))
+    await revokeApiKey(core, await signedIn(c), c.req.param('id'))
     return c.body(null, 204)
   })
 }

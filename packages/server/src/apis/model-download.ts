@@ -16,6 +16,7 @@ import type { CoreApp } from '../core/app.ts'
 import { BuiltinModels } from '../core/models/builtin-models.ts'
 import { verifyNodeAuthorization } from '../core/nodes/node-credentials.ts'
 import { ApiError, notFound, unauthorized } from '../tools/api-error.ts'
+import { log } from '../tools/log.ts'
 
 export interface ModelDownloadOptions {
   mirror?: string
@@ -52,7 +53,7 @@ export function bindModelDownload(app: Hono, core: CoreApp, options: ModelDownlo
     if (copy) {
       if (!announced.has(fileName)) {
         announced.add(fileName)
-        console.warn(`${answer.failure} Serving the built-in copy of ${fileName} instead.`)
+        log.warn(`${answer.failure} Serving the built-in copy of ${fileName} instead.`)
       }
       return serveFile(copy.path, copy.size, range)
     }

@@ -10,6 +10,8 @@ import { fromUnits, toUnits } from '../core/ledger/credits.ts'
 import { findUserByEmail, isSystemEmail } from '../core/auth/email-identity.ts'
 import { isEmail } from '../tools/email.ts'
 import { applyEntry } from '../core/ledger/ledger-entry.ts'
+import { RecordEvents } from '../core/records/record-events.ts'
+import { withUnitOfWork } from '../core/records/unit-of-work.ts'
 import {
   fileNameOf,
   resolveModelSource,
@@ -32,8 +34,9 @@ export async function adjustCredits(
   const user = await findUserByEmail(db, input.email)
   if (!user) throw new AdminInputError(`No user with the email ${input.email}`)
   const credit = input.direction === 'credit'
-  const result = await db.transaction().execute((trx) =>
-    applyEntry(trx, {
+  // No subscriber lives in this process: the unit of work publishes to nobody.
+  const result = await withUnitOfWork({ database: { db }, events: new RecordEvents() }, (uow) =>
+    applyEntry(uow, {
       user: String(user.id),
       type: credit ? 'credit_admin' : 'debit_admin',
       amount: units,

@@ -6,6 +6,8 @@
  */
 import type { Db } from '../db/database.ts'
 import { releasePendingEarnings } from '../core/ledger/pending-earnings.ts'
+import { RecordEvents } from '../core/records/record-events.ts'
+import { withUnitOfWork } from '../core/records/unit-of-work.ts'
 import { nowDate } from '../tools/dates.ts'
 import { AdminInputError } from './admin-commands.ts'
 
@@ -16,8 +18,9 @@ export async function setTrusted(db: Db, nodeId: string, trusted: boolean): Prom
     .where('id', '=', nodeId)
     .executeTakeFirst()
   if (!node) throw new AdminInputError(`No node ${nodeId}`)
-  await db.transaction().execute(async (trx) => {
-    await trx
+  // No subscriber lives in this process: the unit of work publishes to nobody.
+  await withUnitOfWork({ database: { db }, events: new RecordEvents() }, async (uow) => {
+    await uow.trx
       .updateTable('nodes')
       .set({
         trusted: trusted ? 1 : 0,
@@ -27,7 +30,7 @@ export async function setTrusted(db: Db, nodeId: string, trusted: boolean): Prom
       .where('id', '=', nodeId)
       .execute()
     // The operator vouches for the node: what it earned on probation is paid to its owner.
-    if (trusted) await releasePendingEarnings(trx, nodeId)
+    if (trusted) await releasePendingEarnings(uow, nodeId)
   })
   return String(node.device_name)
 }

@@ -8,6 +8,7 @@ import SqliteDatabase from 'better-sqlite3'
 import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely'
 import pg from 'pg'
 import { likeMatch, type LikeBudget } from '../tools/filter/values.ts'
+import { log } from '../tools/log.ts'
 
 export type Dialect = 'sqlite' | 'postgres'
 
@@ -100,7 +101,7 @@ async function openPostgres(url: string, schema?: string): Promise<Database> {
   })
   // An idle connection that breaks (PostgreSQL restarted, the network cut) is dropped by the pool;
   // without a listener its 'error' event would end the process.
-  pool.on('error', (err) => console.error('PostgreSQL connection lost:', err.message))
+  pool.on('error', (err) => log.error({ err }, 'PostgreSQL connection lost'))
   const statements = { count: 0 }
   const db: Db = new Kysely({
     dialect: new PostgresDialect({ pool }),

@@ -7,6 +7,7 @@ import { requireCollection } from '../../src/core/collections/registry.ts'
 import { auditLedger, formatAudit } from '../../src/core/ledger/audit.ts'
 import { toUnits } from '../../src/core/ledger/credits.ts'
 import { applyEntry } from '../../src/core/ledger/ledger-entry.ts'
+import { withUnitOfWork } from '../../src/core/records/unit-of-work.ts'
 import { server as superuser } from '../../src/core/records/caller.ts'
 import type { RecordJson } from '../../src/core/records/serialize.ts'
 import type { TestServer } from '../harness.ts'
@@ -41,8 +42,8 @@ export async function adjustBalance(
   credits: number,
   description = 'test',
 ) {
-  await server.core.database.db.transaction().execute((trx) =>
-    applyEntry(trx, {
+  await withUnitOfWork(server.core, (uow) =>
+    applyEntry(uow, {
       user,
       type: credits >= 0 ? 'credit_admin' : 'debit_admin',
       amount: toUnits(Math.abs(credits)),

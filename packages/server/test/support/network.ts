@@ -15,6 +15,10 @@ import {
 } from '@meshwork/protocol'
 import { signUp, type TestServer } from '../harness.ts'
 
+import { waitUntil } from '@meshwork/test-kit'
+
+export { waitUntil }
+
 export async function postJson(server: TestServer, path: string, body: unknown, token?: string) {
   const res = await fetch(new URL(path, server.url), {
     method: 'POST',
@@ -45,20 +49,6 @@ export async function linkNode(server: TestServer, owner: PocketBase, deviceName
     throw new Error(`wait-flow gave no credential: ${answer.status} ${JSON.stringify(answer.body)}`)
   }
   return { nodeId: answer.body.node_id as string, credential: answer.body.credential as string }
-}
-
-export async function waitUntil<T>(
-  check: () => Promise<T | undefined | null | false> | T | undefined | null | false,
-  timeoutMs = 10_000,
-  what = 'condition',
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const value = await check()
-    if (value) return value
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 25))
-  }
 }
 
 export type JobScript = 'stream' | 'hang' | 'reject' | 'fail'

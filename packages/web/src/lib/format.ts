@@ -29,10 +29,8 @@ export function toTitleCase(text: string): string {
   return text.replace(/\S+/g, (word) => word.charAt(0).toUpperCase() + word.slice(1).toLowerCase())
 }
 
-/** Input token estimate: one token per 4 characters, rounded down. */
-export function estimateTokens(prompt: string): number {
-  return Math.floor(prompt.length / 4)
-}
+/** Input token estimate: one token per 4 characters, rounded down (the coordinator's rule). */
+export { estimateTokens } from '@meshwork/protocol/token-estimate'
 
 /**
  * Model size: bytes / 1024³ with one decimal, e.g. '4.1 GB' (spec §9). Below 0.1 GB that would

@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto'
 import { sql } from 'kysely'
 import { z } from 'zod'
 import type { Db } from '../../db/database.ts'
+import { withSingleWrite, withUnitOfWork, type WriteTarget } from '../records/unit-of-work.ts'
 import { ApiError, notFound } from '../../tools/api-error.ts'
 import { nowDate } from '../../tools/dates.ts'
 import { newRecordId, randomString } from '../../tools/ids.ts'
@@ -64,7 +65,11 @@ export const hashApiKey = (key: string) => createHash('sha256').update(key).dige
 /** `mw-…wxyz`: enough to tell keys apart, far too little to guess one. */
 export const keyHint = (key: string) => `${API_KEY_PREFIX}…${key.slice(-4)}`
 
-export async function createApiKey(db: Db, user: string, body: unknown): Promise<CreatedApiKey> {
+export async function createApiKey(
+  target: WriteTarget,
+  user: string,
+  body: unknown,
+): Promise<CreatedApiKey> {
   const parsed = createSchema.safeParse(body ?? {})
   if (!parsed.success) {
     throw new ApiError(
@@ -86,9 +91,11 @@ export async function createApiKey(db: Db, user: string, body: unknown): Promise
     created: now,
     updated: now,
   }
-  await db.transaction().execute(async (trx) => {
+  await withUnitOfWork(target, async (uow) => {
+    const trx = uow.trx
     // The count and the insert in one transaction, after a write that serialises this user's
     // creations (a row lock on PostgreSQL; SQLite has one writer), so the cap cannot be raced.
+    // The lock's write changes nothing anyone sees: it stays off the unit's events.
     await trx.updateTable('user_balances').set({ updated: now }).where('user', '=', user).execute()
     const active = await trx
       .selectFrom('api_keys')
@@ -102,7 +109,7 @@ export async function createApiKey(db: Db, user: string, body: unknown): Promise
         `You can have at most ${MAX_KEYS_PER_USER} API keys. Revoke one first.`,
       )
     }
-    await trx.insertInto('api_keys').values(row).execute()
+    await uow.insert('api_keys', row)
   })
   return { ...toItem(row, 0), key }
 }
@@ -122,16 +129,18 @@ export async function listApiKeys(db: Db, user: string): Promise<ApiKeyListItem[
 }
 
 /** Revokes the caller's key at once; another user's, an unknown or a revoked key is a 404. */
-export async function revokeApiKey(db: Db, user: string, id: string): Promise<void> {
+export async function revokeApiKey(target: WriteTarget, user: string, id: string): Promise<void> {
   const now = nowDate()
-  const res = await db
-    .updateTable('api_keys')
-    .set({ revoked: now, updated: now })
-    .where('id', '=', id)
-    .where('user', '=', user)
-    .where('revoked', '=', '')
-    .executeTakeFirst()
-  if (Number(res.numUpdatedRows) !== 1) throw notFound()
+  const revoked = await withSingleWrite(target, (uow) =>
+    uow.update('api_keys', (q) =>
+      q
+        .set({ revoked: now, updated: now })
+        .where('id', '=', id)
+        .where('user', '=', user)
+        .where('revoked', '=', ''),
+    ),
+  )
+  if (revoked.length !== 1) throw notFound()
 }
 
 /** The live key behind an `Authorization: Bearer mw-…` header, or null. */

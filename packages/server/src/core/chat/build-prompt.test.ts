@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { buildPrompt, estimateTokens } from './build-prompt.ts'
+import { estimateTokens } from '@meshwork/protocol'
+import { buildPrompt } from './build-prompt.ts'
 
 describe('buildPrompt', () => {
   it('estimates one token per 4 characters, rounded down', () => {

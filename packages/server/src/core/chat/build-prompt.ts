@@ -3,15 +3,11 @@
  * message, with the oldest turns dropped until the estimate fits the context window.
  */
 import type { ChatMessage } from '@meshwork/protocol'
-
-/** Spec section 5: one token per 4 characters, rounded down. */
-export function estimateTokens(text: string): number {
-  return Math.floor(text.length / 4)
-}
+import { CHARS_PER_TOKEN, estimateTokens } from '@meshwork/protocol'
 
 /** The estimate of a whole prompt: its characters together, one token per 4. */
 export function estimateMessages(messages: ChatMessage[]): number {
-  return Math.floor(messages.reduce((chars, m) => chars + m.content.length, 0) / 4)
+  return Math.floor(messages.reduce((chars, m) => chars + m.content.length, 0) / CHARS_PER_TOKEN)
 }
 
 export interface Turn {
@@ -43,7 +39,7 @@ export function buildPrompt(
   for (let i = history.length - 1; i >= 0; i--) {
     const turn = history[i]
     const turnChars = turn.prompt.length + turn.response.length
-    if (Math.floor((chars + turnChars) / 4) > budget) break
+    if (Math.floor((chars + turnChars) / CHARS_PER_TOKEN) > budget) break
     tail.unshift(
       { role: 'user', content: turn.prompt },
       { role: 'assistant', content: turn.response },

@@ -14,12 +14,13 @@ import { nowDate } from '../../tools/dates.ts'
 import { newRecordId } from '../../tools/ids.ts'
 import type { CoreApp } from '../app.ts'
 import type { Caller } from '../records/caller.ts'
+import type { Row } from '../records/serialize.ts'
 import { holdCredits, InsufficientBalanceError, type Reservation } from '../ledger/reservation.ts'
 import { fromUnits, requestCostUnits } from '../ledger/credits.ts'
 import type { Db } from '../../db/database.ts'
 import { countInput } from '../metering/answer-meter.ts'
 import type { Metering } from '../metering/metering.ts'
-import { emitBalance, emitById } from '../scheduler/emit-stored.ts'
+import { withUnitOfWork } from '../records/unit-of-work.ts'
 import type { Scheduler } from '../scheduler/scheduler.ts'
 import type { WorkItem } from '../scheduler/work.ts'
 import { buildPrompt, type Turn } from './build-prompt.ts'
@@ -276,101 +277,95 @@ export class ChatService {
     const requestId = p.retryOf ?? p.requestId ?? newRecordId()
     const now = nowDate()
     const minOutput = Math.min(MIN_OUTPUT_TOKENS, maxOutput)
-    const reservation = await this.core.database.db
-      .transaction()
-      .execute(async (trx) => {
-        const smallest = requestCostUnits(built.estimatedInput, minOutput, p.multiplierUnits)
-        const r = await holdCredits(trx, {
+    // One unit of work: the hold, the conversation's move to the top and the request, published
+    // together once they committed.
+    // The request as stored: the scheduler's base for its events, so the offer needs no read.
+    let stored: Row | undefined
+    const reservation = await withUnitOfWork(this.core, async (uow) => {
+      const trx = uow.trx
+      const smallest = requestCostUnits(built.estimatedInput, minOutput, p.multiplierUnits)
+      const r = await holdCredits(uow, {
+        user: p.user,
+        estimatedInput: built.estimatedInput,
+        maxOutput,
+        minOutput,
+        multiplierUnits: p.multiplierUnits,
+        cap: p.holdCap ? await p.holdCap(trx, smallest) : undefined,
+      })
+      const values = {
+        status: 'pending',
+        response: '',
+        error_message: '',
+        can_retry: 0,
+        is_partial: 0,
+        tokens_input: 0,
+        tokens_output: 0,
+        processing_time_ms: 0,
+        node: '',
+        reserved: r.amount,
+        updated: now,
+        // This process owns the request until it ends (scheduler/takeover.ts).
+        lease_owner: this.core.processId,
+      }
+      if (p.retryOf) {
+        const res = await uow.update('requests', (q) =>
+          q.set(values).where('id', '=', p.retryOf!).where('status', '=', 'failed'),
+        )
+        if (res.length !== 1) throw new ApiError(400, 'Only failed requests can be retried.')
+        stored = res[0]
+      } else {
+        const s = p.sampling
+        if (p.touch) await touchConversation(uow, p.conversation, p.prompt, now)
+        stored = await uow.insert('requests', {
+          ...values,
+          id: requestId,
           user: p.user,
-          estimatedInput: built.estimatedInput,
-          maxOutput,
-          minOutput,
-          multiplierUnits: p.multiplierUnits,
-          cap: p.holdCap ? await p.holdCap(trx, smallest) : undefined,
+          conversation: p.conversation,
+          prompt: p.prompt,
+          model: p.modelId,
+          context_length: s.context_length,
+          temperature: s.temperature,
+          top_p: s.top_p,
+          top_k: s.top_k,
+          repeat_penalty: s.repeat_penalty,
+          frequency_penalty: s.frequency_penalty,
+          presence_penalty: s.presence_penalty,
+          api_key: p.apiKey ?? '',
+          created: now,
         })
-        const values = {
-          status: 'pending',
-          response: '',
-          error_message: '',
-          can_retry: 0,
-          is_partial: 0,
-          tokens_input: 0,
-          tokens_output: 0,
-          processing_time_ms: 0,
-          node: '',
-          reserved: r.amount,
-          updated: now,
-          // This process owns the request until it ends (scheduler/takeover.ts).
-          lease_owner: this.core.processId,
-        }
-        if (p.retryOf) {
-          const res = await trx
-            .updateTable('requests')
-            .set(values)
-            .where('id', '=', p.retryOf)
-            .where('status', '=', 'failed')
-            .executeTakeFirst()
-          if (Number(res.numUpdatedRows) !== 1)
-            throw new ApiError(400, 'Only failed requests can be retried.')
-        } else {
-          const s = p.sampling
-          if (p.touch) await touchConversation(trx, p.conversation, p.prompt, now)
-          await trx
-            .insertInto('requests')
-            .values({
-              ...values,
-              id: requestId,
-              user: p.user,
-              conversation: p.conversation,
-              prompt: p.prompt,
-              model: p.modelId,
-              context_length: s.context_length,
-              temperature: s.temperature,
-              top_p: s.top_p,
-              top_k: s.top_k,
-              repeat_penalty: s.repeat_penalty,
-              frequency_penalty: s.frequency_penalty,
-              presence_penalty: s.presence_penalty,
-              api_key: p.apiKey ?? '',
-              created: now,
-            })
-            .execute()
-        }
-        if (p.replaces) {
-          const replaced = await trx
-            .updateTable('requests')
+      }
+      if (p.replaces) {
+        const replaced = await uow.update('requests', (q) =>
+          q
             .set({ replaced_by: requestId, updated: now })
-            .where('id', '=', p.replaces)
-            .where('replaced_by', '=', '')
-            .executeTakeFirst()
-          // Two regenerations of one answer at once: only the first may replace it.
-          if (Number(replaced.numUpdatedRows) !== 1) throw new ApiError(400, ONLY_LAST_MESSAGE)
-        }
-        return r
-      })
-      .catch((err) => {
-        // API callers answer in their own shape (402).
-        if (err instanceof InsufficientBalanceError && !p.apiKey)
-          throw new ApiError(400, err.message)
-        throw err
-      })
-    p.onReserved?.(reservation)
-    if (p.replaces) await emitById(this.core, 'requests', p.replaces)
-    await emitById(this.core, 'requests', requestId, p.retryOf ? 'update' : 'create')
-    if (p.touch) await emitById(this.core, 'conversations', p.conversation)
-    await emitBalance(this.core, p.user)
-    const position = this.scheduler.enqueue({
-      requestId,
-      user: p.user,
-      modelId: p.modelId,
-      estimatedInput: built.estimatedInput,
-      maxTokens: reservation.outputCap,
-      multiplierUnits: p.multiplierUnits,
-      reservedUnits: reservation.amount,
-      prompt: { messages: built.messages },
-      sampling: { ...p.sampling, max_tokens: reservation.outputCap },
-      meterRule,
+            .where('id', '=', p.replaces!)
+            .where('replaced_by', '=', ''),
+        )
+        // Two regenerations of one answer at once: only the first may replace it.
+        if (replaced.length !== 1) throw new ApiError(400, ONLY_LAST_MESSAGE)
+      }
+      return r
+    }).catch((err) => {
+      // API callers answer in their own shape (402).
+      if (err instanceof InsufficientBalanceError && !p.apiKey) throw new ApiError(400, err.message)
+      throw err
     })
+    p.onReserved?.(reservation)
+    const position = this.scheduler.enqueue(
+      {
+        requestId,
+        user: p.user,
+        modelId: p.modelId,
+        estimatedInput: built.estimatedInput,
+        maxTokens: reservation.outputCap,
+        multiplierUnits: p.multiplierUnits,
+        reservedUnits: reservation.amount,
+        prompt: { messages: built.messages },
+        sampling: { ...p.sampling, max_tokens: reservation.outputCap },
+        meterRule,
+      },
+      stored,
+    )
     return { request_id: requestId, status: 'queued', position }
   }
 

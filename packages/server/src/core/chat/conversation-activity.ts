@@ -3,7 +3,7 @@
  * from creation on) and an automatic title from the first message, written in the send's
  * transaction so a crash leaves either both the request and the title or neither.
  */
-import type { Db } from '../../db/database.ts'
+import type { UnitOfWork } from '../records/unit-of-work.ts'
 import type { RecordHooks } from '../records/record-hooks.ts'
 
 /** The spec's default title; only a conversation still called this gets an automatic one. */
@@ -31,13 +31,11 @@ export function autoTitle(prompt: string): string {
 
 /** A new conversation sorts by its creation until its first message. */
 export function registerConversationHooks(hooks: RecordHooks): void {
-  hooks.onAfterCreate('conversations', async (trx, _collection, row) => {
+  hooks.onAfterCreate('conversations', async (uow, _collection, row) => {
     row.last_message_at = row.created
-    await trx
-      .updateTable('conversations')
-      .set({ last_message_at: row.created as string })
-      .where('id', '=', row.id as string)
-      .execute()
+    await uow.update('conversations', (q) =>
+      q.set({ last_message_at: row.created as string }).where('id', '=', row.id as string),
+    )
   })
 }
 
@@ -46,12 +44,12 @@ export function registerConversationHooks(hooks: RecordHooks): void {
  * top of the list and, for its first message, replaces the default title.
  */
 export async function touchConversation(
-  trx: Db,
+  uow: UnitOfWork,
   conversationId: string,
   prompt: string,
   now: string,
 ): Promise<void> {
-  const conversation = await trx
+  const conversation = await uow.trx
     .selectFrom('conversations')
     .select(['title'])
     .where('id', '=', conversationId)
@@ -59,7 +57,7 @@ export async function touchConversation(
   if (!conversation) return
   const values: Record<string, string> = { last_message_at: now, updated: now }
   if (conversation.title === DEFAULT_TITLE) {
-    const earlier = await trx
+    const earlier = await uow.trx
       .selectFrom('requests')
       .select('id')
       .where('conversation', '=', conversationId)
@@ -67,5 +65,5 @@ export async function touchConversation(
       .executeTakeFirst()
     if (!earlier) values.title = autoTitle(prompt)
   }
-  await trx.updateTable('conversations').set(values).where('id', '=', conversationId).execute()
+  await uow.update('conversations', (q) => q.set(values).where('id', '=', conversationId))
 }

@@ -5,7 +5,7 @@
  * hourly; safe with several processes and with sends and settlements running meanwhile.
  */
 import { sql } from 'kysely'
-import type { Db } from '../../db/database.ts'
+import { withUnitOfWork, type WriteTarget } from '../records/unit-of-work.ts'
 import { nowDate } from '../../tools/dates.ts'
 import { fromUnits } from './credits.ts'
 import { OPEN_STATUSES } from './settlement.ts'
@@ -21,10 +21,10 @@ export const HOLD_SWEEP_INTERVAL_MS = 60 * 60_000
 
 /** Releases every hold not backed by an open request; answers what it changed. */
 export async function sweepStrandedHolds(
-  db: Db,
+  target: WriteTarget,
   log: (line: string) => void = console.error,
 ): Promise<SweptHold[]> {
-  const suspects = await db
+  const suspects = await target.database.db
     .selectFrom('user_balances as b')
     .select(['b.user', 'b.held'])
     .where('b.held', '>', 0)
@@ -37,10 +37,13 @@ export async function sweepStrandedHolds(
     .execute()
   const swept: SweptHold[] = []
   for (const s of suspects) {
-    const found = await db.transaction().execute(async (trx) => {
+    // One unit of work: the balance's new hold reaches its owner's screen once it committed.
+    const found = await withUnitOfWork(target, async (uow) => {
+      const trx = uow.trx
       const user = String(s.user)
       // Lock the balance first: a send holds and creates its request in one transaction, so once
-      // the lock is ours every committed hold's request is visible to the next statement.
+      // the lock is ours every committed hold's request is visible to the next statement. (A lock,
+      // not a change anyone sees: it stays off the unit's events.)
       const row = await trx
         .updateTable('user_balances')
         .set({ updated: nowDate() })
@@ -56,11 +59,7 @@ export async function sweepStrandedHolds(
       const held = Number(row?.held ?? 0)
       const reserved = Number(open?.total ?? 0)
       if (held <= reserved) return null
-      await trx
-        .updateTable('user_balances')
-        .set({ held: reserved })
-        .where('user', '=', user)
-        .execute()
+      await uow.update('user_balances', (q) => q.set({ held: reserved }).where('user', '=', user))
       return { user, held, reserved }
     })
     if (!found) continue

@@ -1,11 +1,12 @@
 /**
  * @module The credit ledger's one primitive: a signed movement on a user's balance, written as a
  * `user_credit_txs` row in the same transaction as the `user_balances` change, so credits are never
- * created or lost. Callers pass the open transaction. Amounts are integer units (thousandths of a
+ * created or lost. Callers pass their unit of work (records/unit-of-work.ts), which publishes both
+rows once it commits. Amounts are integer units (thousandths of a
  * credit, see credits.ts); what a type does is in tx-types.ts.
  */
 import { sql } from 'kysely'
-import type { Db } from '../../db/database.ts'
+import type { UnitOfWork } from '../records/unit-of-work.ts'
 import { nowDate } from '../../tools/dates.ts'
 import { newRecordId } from '../../tools/ids.ts'
 import { assertUnits, fromUnits } from './credits.ts'
@@ -35,8 +36,8 @@ export class InsufficientCreditsError extends Error {
 }
 
 /** Makes sure the user has a balance row (zeros) and returns it. */
-export async function ensureBalance(trx: Db, user: string) {
-  const existing = await trx
+export async function ensureBalance(uow: UnitOfWork, user: string) {
+  const existing = await uow.trx
     .selectFrom('user_balances')
     .selectAll()
     .where('user', '=', user)
@@ -53,39 +54,37 @@ export async function ensureBalance(trx: Db, user: string) {
     created: now,
     updated: now,
   }
-  await trx.insertInto('user_balances').values(row).execute()
-  return row
+  return uow.insert('user_balances', row)
 }
 
 /** Applies one entry: balance row and transaction row together. Debits may not overdraw. */
 export async function applyEntry(
-  trx: Db,
+  uow: UnitOfWork,
   entry: LedgerEntry,
 ): Promise<{ txId: string; balanceAfter: number }> {
   assertUnits(entry.amount)
   if (entry.amount < 0)
     throw new RangeError('Ledger amounts are >= 0; the type gives the direction')
-  await ensureBalance(trx, entry.user)
+  await ensureBalance(uow, entry.user)
   const rule = txRule(entry.type)
   const delta = rule.sign * entry.amount
   const now = nowDate()
   // One guarded UPDATE: atomic on both dialects, so concurrent debits can never overdraw.
-  let update = trx
-    .updateTable('user_balances')
-    .set({
-      balance: sql`balance + ${delta}`,
-      total_earned: sql`total_earned + ${(rule.earned ?? 0) * entry.amount}`,
-      total_spent: sql`total_spent + ${(rule.spent ?? 0) * entry.amount}`,
-      updated: now,
-    })
-    .where('user', '=', entry.user)
-  if (delta < 0) {
+  const [updated] = await uow.update('user_balances', (q) => {
+    const update = q
+      .set({
+        balance: sql`balance + ${delta}`,
+        total_earned: sql`total_earned + ${(rule.earned ?? 0) * entry.amount}`,
+        total_spent: sql`total_spent + ${(rule.spent ?? 0) * entry.amount}`,
+        updated: now,
+      })
+      .where('user', '=', entry.user)
+    if (delta >= 0) return update
     const spendable = rule.sparesHolds ? sql`balance - held` : sql`balance`
-    update = update.where(sql<boolean>`${spendable} + ${delta} >= 0`)
-  }
-  const updated = await update.returning('balance').executeTakeFirst()
+    return update.where(sql<boolean>`${spendable} + ${delta} >= 0`)
+  })
   if (!updated) {
-    const current = await trx
+    const current = await uow.trx
       .selectFrom('user_balances')
       .select(['balance', 'held'])
       .where('user', '=', entry.user)
@@ -96,19 +95,16 @@ export async function applyEntry(
   }
   const after = Number(updated.balance)
   const txId = newRecordId()
-  await trx
-    .insertInto('user_credit_txs')
-    .values({
-      id: txId,
-      user: entry.user,
-      type: entry.type,
-      amount: entry.amount,
-      balance_after: after,
-      request: entry.request ?? '',
-      description: entry.description,
-      created: now,
-      updated: now,
-    })
-    .execute()
+  await uow.insert('user_credit_txs', {
+    id: txId,
+    user: entry.user,
+    type: entry.type,
+    amount: entry.amount,
+    balance_after: after,
+    request: entry.request ?? '',
+    description: entry.description,
+    created: now,
+    updated: now,
+  })
   return { txId, balanceAfter: after }
 }

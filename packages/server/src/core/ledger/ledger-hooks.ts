@@ -5,7 +5,7 @@
  * rows are detached, never deleted, so every invariant of the audit still holds afterwards; a node
  * deleted while on probation returns its pending earnings to the users who paid them.
  */
-import type { Db } from '../../db/database.ts'
+import type { UnitOfWork } from '../records/unit-of-work.ts'
 import type { RecordHooks } from '../records/record-hooks.ts'
 import type { Row } from '../records/serialize.ts'
 import { toUnits } from './credits.ts'
@@ -20,8 +20,8 @@ export function bindLedgerHooks(hooks: RecordHooks, initialCredits: number): voi
   const initialUnits = toUnits(initialCredits)
 
   // Every new user starts with a balance, in the same transaction as the user record.
-  hooks.onAfterCreate('users', async (trx, _collection, user) => {
-    await applyEntry(trx, {
+  hooks.onAfterCreate('users', async (uow, _collection, user) => {
+    await applyEntry(uow, {
       user: user.id as string,
       type: 'credit_admin',
       amount: initialUnits,
@@ -29,24 +29,25 @@ export function bindLedgerHooks(hooks: RecordHooks, initialCredits: number): voi
     })
   })
 
-  hooks.onBeforeDelete('requests', async (trx, _collection, request) => {
-    await endDeletedRequest(trx, String(request.id))
+  hooks.onBeforeDelete('requests', async (uow, _collection, request) => {
+    await endDeletedRequest(uow, String(request.id))
   })
 
-  hooks.onBeforeDelete('users', (trx, _collection, user) => closeAccount(trx, user))
+  hooks.onBeforeDelete('users', (uow, _collection, user) => closeAccount(uow, user))
 
   // A node deleted (by its owner, or with its owner's account) before it was verified never will
   // be: what it earned on probation goes back to the users who paid for it.
-  hooks.onBeforeDelete('nodes', async (trx, _collection, node) => {
+  hooks.onBeforeDelete('nodes', async (uow, _collection, node) => {
     await reversePendingEarnings(
-      trx,
+      uow,
       String(node.id),
       'the node that answered was removed before it was verified',
     )
   })
 }
 
-async function closeAccount(trx: Db, user: Row): Promise<void> {
+async function closeAccount(uow: UnitOfWork, user: Row): Promise<void> {
+  const trx = uow.trx
   const id = String(user.id)
   const open = await trx
     .selectFrom('requests')
@@ -54,7 +55,7 @@ async function closeAccount(trx: Db, user: Row): Promise<void> {
     .where('user', '=', id)
     .where('status', 'in', OPEN_STATUSES)
     .execute()
-  for (const r of open) await endDeletedRequest(trx, String(r.id))
+  for (const r of open) await endDeletedRequest(uow, String(r.id))
   const balance = await trx
     .selectFrom('user_balances')
     .select('balance')
@@ -62,13 +63,15 @@ async function closeAccount(trx: Db, user: Row): Promise<void> {
     .executeTakeFirst()
   const remaining = Number(balance?.balance ?? 0)
   if (remaining > 0) {
-    await applyEntry(trx, {
+    await applyEntry(uow, {
       user: id,
       type: 'debit_account_closed',
       amount: remaining,
       description: 'Account deleted',
     })
   }
+  // Straight on the transaction, unpublished: the only subscriber who could see these rows is
+  // the account being deleted.
   await trx
     .updateTable('user_credit_txs')
     .set({ user: closedAccount(id) })

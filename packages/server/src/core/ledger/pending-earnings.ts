@@ -10,10 +10,10 @@
  * transfer balances again (the audit counts rows still pending as the transfer's open side). A
  * payer whose account was deleted in the meantime cannot be paid back: that amount is forfeited
  * (recorded, paid to nobody; the closed account's rows already sum to zero). All in the caller's
- * transaction; amounts are integer units.
+ * unit of work (records/unit-of-work.ts); amounts are integer units.
  */
 import { sql } from 'kysely'
-import type { Db } from '../../db/database.ts'
+import type { UnitOfWork } from '../records/unit-of-work.ts'
 import { nowDate } from '../../tools/dates.ts'
 import { newRecordId } from '../../tools/ids.ts'
 import { applyEntry, ensureBalance } from './ledger-entry.ts'
@@ -33,9 +33,9 @@ export interface PendingEarning {
 }
 
 /** Holds one request's earning for the node's owner (the payer's debit is the caller's). */
-export async function holdEarning(trx: Db, e: PendingEarning): Promise<void> {
+export async function holdEarning(uow: UnitOfWork, e: PendingEarning): Promise<void> {
   const now = nowDate()
-  await trx
+  await uow.trx
     .insertInto('_pending_earnings')
     .values({
       id: newRecordId(),
@@ -49,22 +49,22 @@ export async function holdEarning(trx: Db, e: PendingEarning): Promise<void> {
       updated: now,
     })
     .execute()
-  await ensureBalance(trx, e.owner)
-  await addPending(trx, e.owner, e.nodeId, e.amount)
+  await ensureBalance(uow, e.owner)
+  await addPending(uow, e.owner, e.nodeId, e.amount)
 }
 
 export interface Settled {
   /** Rows settled and their units. */
   count: number
   units: number
-  /** Users whose balances changed (owner or payers), for realtime updates. */
+  /** Users whose balances changed (owner or payers). */
   users: string[]
 }
 
 /** The node was verified (or trusted): its owner is paid everything it held. */
-export async function releasePendingEarnings(trx: Db, nodeId: string): Promise<Settled> {
-  return settleAll(trx, nodeId, async (row) => {
-    await applyEntry(trx, {
+export async function releasePendingEarnings(uow: UnitOfWork, nodeId: string): Promise<Settled> {
+  return settleAll(uow, nodeId, async (row) => {
+    await applyEntry(uow, {
       user: row.owner,
       type: 'credit_inference_request',
       amount: row.amount,
@@ -80,18 +80,18 @@ export async function releasePendingEarnings(trx: Db, nodeId: string): Promise<S
  * back to the user who paid it, or is forfeited if that account no longer exists.
  */
 export async function reversePendingEarnings(
-  trx: Db,
+  uow: UnitOfWork,
   nodeId: string,
   reason: string,
 ): Promise<Settled> {
-  return settleAll(trx, nodeId, async (row) => {
-    const payer = await trx
+  return settleAll(uow, nodeId, async (row) => {
+    const payer = await uow.trx
       .selectFrom('users')
       .select('id')
       .where('id', '=', row.payer)
       .executeTakeFirst()
     if (!payer) return { status: 'forfeited', user: null }
-    await applyEntry(trx, {
+    await applyEntry(uow, {
       user: row.payer,
       type: 'credit_inference_reversal',
       amount: row.amount,
@@ -111,10 +111,11 @@ interface PendingRow {
 }
 
 async function settleAll(
-  trx: Db,
+  uow: UnitOfWork,
   nodeId: string,
   settle: (row: PendingRow) => Promise<{ status: PendingStatus; user: string | null }>,
 ): Promise<Settled> {
+  const trx = uow.trx
   const rows = await trx
     .selectFrom('_pending_earnings')
     .select(['id', 'request', 'owner', 'payer', 'amount'])
@@ -149,7 +150,7 @@ async function settleAll(
       .set({ status: outcome.status, updated: now })
       .where('id', '=', row.id)
       .execute()
-    await addPending(trx, row.owner, nodeId, -row.amount)
+    await addPending(uow, row.owner, nodeId, -row.amount)
     users.add(row.owner)
     if (outcome.user) users.add(outcome.user)
     units += row.amount
@@ -158,16 +159,19 @@ async function settleAll(
   return { count, units, users: [...users] }
 }
 
-async function addPending(trx: Db, owner: string, nodeId: string, delta: number): Promise<void> {
+async function addPending(
+  uow: UnitOfWork,
+  owner: string,
+  nodeId: string,
+  delta: number,
+): Promise<void> {
   const now = nowDate()
-  await trx
-    .updateTable('user_balances')
-    .set({ pending_earnings: sql`pending_earnings + ${delta}`, updated: now })
-    .where('user', '=', owner)
-    .execute()
-  await trx
-    .updateTable('nodes')
-    .set({ pending_earnings: sql`pending_earnings + ${delta}` })
-    .where('id', '=', nodeId)
-    .execute()
+  await uow.update('user_balances', (q) =>
+    q
+      .set({ pending_earnings: sql`pending_earnings + ${delta}`, updated: now })
+      .where('user', '=', owner),
+  )
+  await uow.update('nodes', (q) =>
+    q.set({ pending_earnings: sql`pending_earnings + ${delta}` }).where('id', '=', nodeId),
+  )
 }

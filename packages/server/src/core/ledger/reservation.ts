@@ -4,7 +4,7 @@
  * Every amount here is integer units (credits.ts), so sizing and holding are exact.
  */
 import { sql } from 'kysely'
-import type { Db } from '../../db/database.ts'
+import type { UnitOfWork } from '../records/unit-of-work.ts'
 import { nowDate } from '../../tools/dates.ts'
 import {
   assertUnits,
@@ -81,11 +81,11 @@ export function sizeReservation(input: ReservationInput, available: number): Res
  * Holds credits for one request. Each attempt is one guarded UPDATE (`balance - held >= amount`),
  * atomic on both dialects, so concurrent sends can never hold more than the balance.
  */
-export async function holdCredits(db: Db, input: ReservationInput): Promise<Reservation> {
+export async function holdCredits(uow: UnitOfWork, input: ReservationInput): Promise<Reservation> {
   assertUnits(input.multiplierUnits, 'multiplier')
-  await ensureBalance(db, input.user)
+  await ensureBalance(uow, input.user)
   for (let attempt = 0; ; attempt++) {
-    const row = await db
+    const row = await uow.trx
       .selectFrom('user_balances')
       .select(['balance', 'held'])
       .where('user', '=', input.user)
@@ -97,28 +97,28 @@ export async function holdCredits(db: Db, input: ReservationInput): Promise<Rese
       const needed = requestCostUnits(input.estimatedInput, input.minOutput, input.multiplierUnits)
       throw new InsufficientBalanceError(available, needed, held)
     }
-    const updated = await db
-      .updateTable('user_balances')
-      .set({ held: sql`held + ${reservation.amount}`, updated: nowDate() })
-      .where('user', '=', input.user)
-      .where(sql<boolean>`balance - held >= ${reservation.amount}`)
-      .executeTakeFirst()
-    if (Number(updated.numUpdatedRows) === 1) return reservation
+    const updated = await uow.update('user_balances', (q) =>
+      q
+        .set({ held: sql`held + ${reservation.amount}`, updated: nowDate() })
+        .where('user', '=', input.user)
+        .where(sql<boolean>`balance - held >= ${reservation.amount}`),
+    )
+    if (updated.length === 1) return reservation
     // Another send took credits between the read and the update: size again from the new figure.
     if (attempt >= 20) throw new InsufficientBalanceError(available, reservation.amount, held)
   }
 }
 
 /** Releases (part of) a hold in units; never below zero. */
-export async function releaseHold(db: Db, user: string, amount: number): Promise<void> {
+export async function releaseHold(uow: UnitOfWork, user: string, amount: number): Promise<void> {
   assertUnits(amount)
   if (!(amount > 0)) return
-  await db
-    .updateTable('user_balances')
-    .set({
-      held: sql`CASE WHEN held - ${amount} < 0 THEN 0 ELSE held - ${amount} END`,
-      updated: nowDate(),
-    })
-    .where('user', '=', user)
-    .execute()
+  await uow.update('user_balances', (q) =>
+    q
+      .set({
+        held: sql`CASE WHEN held - ${amount} < 0 THEN 0 ELSE held - ${amount} END`,
+        updated: nowDate(),
+      })
+      .where('user', '=', user),
+  )
 }

@@ -1,13 +1,15 @@
 /**
  * @module Settlement of one inference request, exactly once: the request's final fields (with the
  * credits actually charged in `cost`), the user's debit, the node owner's credit, the hold's
- * release, the conversation and the node, all in one transaction. The guard is the request's
+ * release, the conversation and the node, all in the caller's unit of work (one transaction, its
+ * rows published once it commits). The guard is the request's
  * status: only a pending or processing request can be completed, failed or cancelled, so a second
  * settlement (retry, reconnect, duplicate frame, deletion) changes nothing. Amounts are units.
  */
 import { OPEN_REQUEST_STATUSES } from '@meshwork/protocol'
 import { sql } from 'kysely'
 import type { Db } from '../../db/database.ts'
+import type { UnitOfWork } from '../records/unit-of-work.ts'
 import { nowDate } from '../../tools/dates.ts'
 import { requestCostUnits } from './credits.ts'
 import { applyEntry } from './ledger-entry.ts'
@@ -48,19 +50,22 @@ export function isSelfDealing(requester: string, nodeOwner: string): boolean {
 }
 
 /** Completes and pays for a request; null when it was already settled (nothing changed). */
-export async function settleRequest(db: Db, c: Completion): Promise<SettledRequest | null> {
-  return db.transaction().execute(async (trx) => {
-    const request = await trx
-      .selectFrom('requests as r')
-      .innerJoin('models as m', 'm.id', 'r.model')
-      .select(['r.user', 'r.conversation', 'r.reserved', 'm.credit_multiplier'])
-      .where('r.id', '=', c.requestId)
-      .executeTakeFirst()
-    const node = await lockNode(trx, c.nodeId)
-    if (!request || !node) return null
-    const now = nowDate()
-    const marked = await trx
-      .updateTable('requests')
+export async function settleRequest(
+  uow: UnitOfWork,
+  c: Completion,
+): Promise<SettledRequest | null> {
+  const trx = uow.trx
+  const request = await trx
+    .selectFrom('requests as r')
+    .innerJoin('models as m', 'm.id', 'r.model')
+    .select(['r.user', 'r.conversation', 'r.reserved', 'm.credit_multiplier'])
+    .where('r.id', '=', c.requestId)
+    .executeTakeFirst()
+  const node = await lockNode(trx, c.nodeId)
+  if (!request || !node) return null
+  const now = nowDate()
+  const marked = await uow.update('requests', (q) =>
+    q
       .set({
         status: 'completed',
         response: c.response,
@@ -76,61 +81,59 @@ export async function settleRequest(db: Db, c: Completion): Promise<SettledReque
         updated: now,
       })
       .where('id', '=', c.requestId)
-      .where('status', 'in', OPEN_STATUSES)
-      .executeTakeFirst()
-    if (Number(marked.numUpdatedRows) !== 1) return null
+      .where('status', 'in', OPEN_STATUSES),
+  )
+  if (marked.length !== 1) return null
 
-    const user = String(request.user)
-    const nodeOwner = String(node.user)
-    const selfDealing = isSelfDealing(user, nodeOwner)
-    const reserved = Number(request.reserved ?? 0)
-    const balance = await releaseHoldLocked(trx, user, reserved)
-    // Never more than the hold (output is capped by the reservation's output cap) and never more
-    // than the balance (an admin debit during the job may have taken part of the held credits).
-    const cost = selfDealing
-      ? 0
-      : Math.max(
-          0,
-          Math.min(
-            requestCostUnits(c.tokensInput, c.tokensOutput, Number(request.credit_multiplier ?? 0)),
-            reserved,
-            balance,
-          ),
-        )
-    await payForRequest(trx, {
-      requestId: c.requestId,
-      nodeId: c.nodeId,
-      held: node.held,
-      user,
-      nodeOwner,
-      cost,
-    })
-    if (cost > 0)
-      await trx.updateTable('requests').set({ cost }).where('id', '=', c.requestId).execute()
-    if (request.conversation) {
-      await trx
-        .updateTable('conversations')
+  const user = String(request.user)
+  const nodeOwner = String(node.user)
+  const selfDealing = isSelfDealing(user, nodeOwner)
+  const reserved = Number(request.reserved ?? 0)
+  const balance = await releaseHoldLocked(uow, user, reserved)
+  // Never more than the hold (output is capped by the reservation's output cap) and never more
+  // than the balance (an admin debit during the job may have taken part of the held credits).
+  const cost = selfDealing
+    ? 0
+    : Math.max(
+        0,
+        Math.min(
+          requestCostUnits(c.tokensInput, c.tokensOutput, Number(request.credit_multiplier ?? 0)),
+          reserved,
+          balance,
+        ),
+      )
+  await payForRequest(uow, {
+    requestId: c.requestId,
+    nodeId: c.nodeId,
+    held: node.held,
+    user,
+    nodeOwner,
+    cost,
+  })
+  if (cost > 0) await uow.update('requests', (q) => q.set({ cost }).where('id', '=', c.requestId))
+  if (request.conversation) {
+    await uow.update('conversations', (q) =>
+      q
         .set({
           message_count: sql`COALESCE(message_count, 0) + 1`,
           last_message_at: now,
           updated: now,
         })
-        .where('id', '=', request.conversation)
-        .execute()
-    }
-    if (!selfDealing) {
-      await trx
-        .updateTable('nodes')
+        .where('id', '=', request.conversation),
+    )
+  }
+  if (!selfDealing) {
+    await uow.update('nodes', (q) =>
+      q
         .set({
           total_requests: sql`COALESCE(total_requests, 0) + 1`,
           reputation_score: sql`CASE WHEN reputation_score + ${REPUTATION_GAIN} > 10 THEN 10 ELSE reputation_score + ${REPUTATION_GAIN} END`,
           updated: now,
         })
-        .where('id', '=', c.nodeId)
-        .execute()
-    }
-    return { user, nodeOwner, conversation: String(request.conversation ?? ''), cost }
-  })
+        .where('id', '=', c.nodeId),
+    )
+  }
+  return { user, nodeOwner, conversation: String(request.conversation ?? ''), cost }
 }
 
 /**
@@ -138,7 +141,7 @@ export async function settleRequest(db: Db, c: Completion): Promise<SettledReque
  * probation earns nothing yet: its owner's credit is held as pending (pending-earnings.ts).
  */
 async function payForRequest(
-  trx: Db,
+  uow: UnitOfWork,
   p: {
     requestId: string
     nodeId: string
@@ -150,7 +153,7 @@ async function payForRequest(
   },
 ): Promise<void> {
   if (p.cost <= 0) return
-  await applyEntry(trx, {
+  await applyEntry(uow, {
     user: p.user,
     type: 'debit_inference_request',
     amount: p.cost,
@@ -158,7 +161,7 @@ async function payForRequest(
     request: p.requestId,
   })
   if (p.held) {
-    await holdEarning(trx, {
+    await holdEarning(uow, {
       requestId: p.requestId,
       nodeId: p.nodeId,
       owner: p.nodeOwner,
@@ -167,7 +170,7 @@ async function payForRequest(
     })
     return
   }
-  await applyEntry(trx, {
+  await applyEntry(uow, {
     user: p.nodeOwner,
     type: 'credit_inference_request',
     amount: p.cost,
@@ -192,32 +195,31 @@ async function lockNode(trx: Db, nodeId: string) {
 }
 
 /** Releases a hold and answers the balance, with the balance row locked until commit. */
-async function releaseHoldLocked(trx: Db, user: string, amount: number): Promise<number> {
-  const row = await trx
-    .updateTable('user_balances')
-    .set({ held: sql`CASE WHEN held - ${amount} < 0 THEN 0 ELSE held - ${amount} END` })
-    .where('user', '=', user)
-    .returning('balance')
-    .executeTakeFirst()
+async function releaseHoldLocked(uow: UnitOfWork, user: string, amount: number): Promise<number> {
+  const [row] = await uow.update('user_balances', (q) =>
+    q
+      .set({ held: sql`CASE WHEN held - ${amount} < 0 THEN 0 ELSE held - ${amount} END` })
+      .where('user', '=', user),
+  )
   return Number(row?.balance ?? 0)
 }
 
 /** Fails a request and releases its whole hold; false when it had already ended. */
 export async function failRequest(
-  db: Db,
+  uow: UnitOfWork,
   requestId: string,
   errorMessage: string,
   canRetry: boolean,
 ): Promise<boolean> {
-  return db.transaction().execute(async (trx) => {
-    const request = await trx
-      .selectFrom('requests')
-      .select(['user', 'reserved'])
-      .where('id', '=', requestId)
-      .executeTakeFirst()
-    if (!request) return false
-    const marked = await trx
-      .updateTable('requests')
+  const trx = uow.trx
+  const request = await trx
+    .selectFrom('requests')
+    .select(['user', 'reserved'])
+    .where('id', '=', requestId)
+    .executeTakeFirst()
+  if (!request) return false
+  const marked = await uow.update('requests', (q) =>
+    q
       .set({
         status: 'failed',
         error_message: errorMessage,
@@ -228,12 +230,11 @@ export async function failRequest(
         updated: nowDate(),
       })
       .where('id', '=', requestId)
-      .where('status', 'in', OPEN_STATUSES)
-      .executeTakeFirst()
-    if (Number(marked.numUpdatedRows) !== 1) return false
-    await releaseHold(trx, String(request.user), Number(request.reserved ?? 0))
-    return true
-  })
+      .where('status', 'in', OPEN_STATUSES),
+  )
+  if (marked.length !== 1) return false
+  await releaseHold(uow, String(request.user), Number(request.reserved ?? 0))
+  return true
 }
 
 /**
@@ -241,21 +242,21 @@ export async function failRequest(
  * the deleting transaction: cancelled and its hold released in the same step. False when it had
  * already ended. The scheduler then cancels the node's job and charges what was streamed.
  */
-export async function endDeletedRequest(trx: Db, requestId: string): Promise<boolean> {
-  const request = await trx
+export async function endDeletedRequest(uow: UnitOfWork, requestId: string): Promise<boolean> {
+  const request = await uow.trx
     .selectFrom('requests')
     .select(['user', 'reserved'])
     .where('id', '=', requestId)
     .executeTakeFirst()
   if (!request) return false
-  const marked = await trx
-    .updateTable('requests')
-    .set({ status: 'cancelled', reserved: 0, is_partial: 0, updated: nowDate() })
-    .where('id', '=', requestId)
-    .where('status', 'in', OPEN_STATUSES)
-    .executeTakeFirst()
-  if (Number(marked.numUpdatedRows) !== 1) return false
-  await releaseHold(trx, String(request.user), Number(request.reserved ?? 0))
+  const marked = await uow.update('requests', (q) =>
+    q
+      .set({ status: 'cancelled', reserved: 0, is_partial: 0, updated: nowDate() })
+      .where('id', '=', requestId)
+      .where('status', 'in', OPEN_STATUSES),
+  )
+  if (marked.length !== 1) return false
+  await releaseHold(uow, String(request.user), Number(request.reserved ?? 0))
   return true
 }
 
@@ -279,21 +280,24 @@ export interface Cancellation {
  * and request total do not move (the node did nothing wrong, and finished nothing). Null when the
  * request had already ended (nothing changed).
  */
-export async function cancelRequest(db: Db, c: Cancellation): Promise<SettledRequest | null> {
-  return db.transaction().execute(async (trx) => {
-    const request = await trx
-      .selectFrom('requests as r')
-      .innerJoin('models as m', 'm.id', 'r.model')
-      .select(['r.user', 'r.conversation', 'r.reserved', 'm.credit_multiplier'])
-      .where('r.id', '=', c.requestId)
-      .executeTakeFirst()
-    if (!request) return null
-    // Locked first, like settlement: a canary verdict cannot cross the payment.
-    const node = c.nodeId ? await lockNode(trx, c.nodeId) : null
-    const produced = Boolean(node) && c.tokensOutput > 0
-    const now = nowDate()
-    const marked = await trx
-      .updateTable('requests')
+export async function cancelRequest(
+  uow: UnitOfWork,
+  c: Cancellation,
+): Promise<SettledRequest | null> {
+  const trx = uow.trx
+  const request = await trx
+    .selectFrom('requests as r')
+    .innerJoin('models as m', 'm.id', 'r.model')
+    .select(['r.user', 'r.conversation', 'r.reserved', 'm.credit_multiplier'])
+    .where('r.id', '=', c.requestId)
+    .executeTakeFirst()
+  if (!request) return null
+  // Locked first, like settlement: a canary verdict cannot cross the payment.
+  const node = c.nodeId ? await lockNode(trx, c.nodeId) : null
+  const produced = Boolean(node) && c.tokensOutput > 0
+  const now = nowDate()
+  const marked = await uow.update('requests', (q) =>
+    q
       .set({
         status: 'cancelled',
         response: produced ? c.response : '',
@@ -309,52 +313,46 @@ export async function cancelRequest(db: Db, c: Cancellation): Promise<SettledReq
         updated: now,
       })
       .where('id', '=', c.requestId)
-      .where('status', 'in', OPEN_STATUSES)
-      .executeTakeFirst()
-    if (Number(marked.numUpdatedRows) !== 1) return null
-    const user = String(request.user)
-    const nodeOwner = node ? String(node.user) : ''
-    const reserved = Number(request.reserved ?? 0)
-    const balance = await releaseHoldLocked(trx, user, reserved)
-    const cost =
-      !produced || isSelfDealing(user, nodeOwner)
-        ? 0
-        : Math.max(
-            0,
-            Math.min(
-              requestCostUnits(
-                c.tokensInput,
-                c.tokensOutput,
-                Number(request.credit_multiplier ?? 0),
-              ),
-              reserved,
-              balance,
-            ),
-          )
-    await payForRequest(trx, {
-      requestId: c.requestId,
-      nodeId: c.nodeId,
-      held: node?.held ?? false,
-      user,
-      nodeOwner,
-      cost,
-    })
-    if (cost > 0)
-      await trx.updateTable('requests').set({ cost }).where('id', '=', c.requestId).execute()
-    // A stopped answer with text is a message of its conversation, like a completed one.
-    if (produced && request.conversation) {
-      await trx
-        .updateTable('conversations')
+      .where('status', 'in', OPEN_STATUSES),
+  )
+  if (marked.length !== 1) return null
+  const user = String(request.user)
+  const nodeOwner = node ? String(node.user) : ''
+  const reserved = Number(request.reserved ?? 0)
+  const balance = await releaseHoldLocked(uow, user, reserved)
+  const cost =
+    !produced || isSelfDealing(user, nodeOwner)
+      ? 0
+      : Math.max(
+          0,
+          Math.min(
+            requestCostUnits(c.tokensInput, c.tokensOutput, Number(request.credit_multiplier ?? 0)),
+            reserved,
+            balance,
+          ),
+        )
+  await payForRequest(uow, {
+    requestId: c.requestId,
+    nodeId: c.nodeId,
+    held: node?.held ?? false,
+    user,
+    nodeOwner,
+    cost,
+  })
+  if (cost > 0) await uow.update('requests', (q) => q.set({ cost }).where('id', '=', c.requestId))
+  // A stopped answer with text is a message of its conversation, like a completed one.
+  if (produced && request.conversation) {
+    await uow.update('conversations', (q) =>
+      q
         .set({
           message_count: sql`COALESCE(message_count, 0) + 1`,
           last_message_at: now,
           updated: now,
         })
-        .where('id', '=', request.conversation)
-        .execute()
-    }
-    return { user, nodeOwner, conversation: String(request.conversation ?? ''), cost }
-  })
+        .where('id', '=', request.conversation),
+    )
+  }
+  return { user, nodeOwner, conversation: String(request.conversation ?? ''), cost }
 }
 
 export interface StreamedCharge {
@@ -376,56 +374,52 @@ export interface StreamedCharge {
  * The request row is gone; the ledger rows keep its id. Null when nothing was charged.
  */
 export async function chargeDeletedRequest(
-  db: Db,
+  uow: UnitOfWork,
   s: StreamedCharge,
 ): Promise<SettledRequest | null> {
-  return db.transaction().execute(async (trx) => {
-    const node = await lockNode(trx, s.nodeId)
-    if (!node || isSelfDealing(s.user, String(node.user))) return null
-    const row = await trx
-      .updateTable('user_balances')
-      .set({ updated: nowDate() })
-      .where('user', '=', s.user)
-      .returning(['balance', 'held'])
-      .executeTakeFirst()
-    if (!row) return null
-    const charged = await trx
-      .selectFrom('user_credit_txs')
-      .select('id')
-      .where('request', '=', s.requestId)
-      .where('type', '=', 'debit_inference_request')
-      .executeTakeFirst()
-    if (charged) return null
-    const free = Number(row.balance) - Number(row.held)
-    const cost = Math.max(
-      0,
-      Math.min(
-        requestCostUnits(s.tokensInput, s.tokensOutput, s.multiplierUnits),
-        s.reservedUnits,
-        free,
-      ),
-    )
-    if (cost <= 0) return null
-    const nodeOwner = String(node.user)
-    await payForRequest(trx, {
-      requestId: s.requestId,
-      nodeId: s.nodeId,
-      held: node.held,
-      user: s.user,
-      nodeOwner,
-      cost,
-    })
-    return { user: s.user, nodeOwner, conversation: '', cost }
+  const trx = uow.trx
+  const node = await lockNode(trx, s.nodeId)
+  if (!node || isSelfDealing(s.user, String(node.user))) return null
+  const [row] = await uow.update('user_balances', (q) =>
+    q.set({ updated: nowDate() }).where('user', '=', s.user),
+  )
+  if (!row) return null
+  const charged = await trx
+    .selectFrom('user_credit_txs')
+    .select('id')
+    .where('request', '=', s.requestId)
+    .where('type', '=', 'debit_inference_request')
+    .executeTakeFirst()
+  if (charged) return null
+  const free = Number(row.balance) - Number(row.held)
+  const cost = Math.max(
+    0,
+    Math.min(
+      requestCostUnits(s.tokensInput, s.tokensOutput, s.multiplierUnits),
+      s.reservedUnits,
+      free,
+    ),
+  )
+  if (cost <= 0) return null
+  const nodeOwner = String(node.user)
+  await payForRequest(uow, {
+    requestId: s.requestId,
+    nodeId: s.nodeId,
+    held: node.held,
+    user: s.user,
+    nodeOwner,
+    cost,
   })
+  return { user: s.user, nodeOwner, conversation: '', cost }
 }
 
 /** Lowers a node's reputation after it dropped or stalled a job. */
-export async function penalizeNode(db: Db, nodeId: string): Promise<void> {
-  await db
-    .updateTable('nodes')
-    .set({
-      reputation_score: sql`CASE WHEN reputation_score - ${REPUTATION_LOSS} < 0 THEN 0 ELSE reputation_score - ${REPUTATION_LOSS} END`,
-    })
-    .where('id', '=', nodeId)
-    .execute()
+export async function penalizeNode(uow: UnitOfWork, nodeId: string): Promise<void> {
+  await uow.update('nodes', (q) =>
+    q
+      .set({
+        reputation_score: sql`CASE WHEN reputation_score - ${REPUTATION_LOSS} < 0 THEN 0 ELSE reputation_score - ${REPUTATION_LOSS} END`,
+      })
+      .where('id', '=', nodeId),
+  )
 }

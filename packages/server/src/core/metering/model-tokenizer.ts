@@ -10,6 +10,7 @@ import { createReadStream } from 'node:fs'
 import { stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Db } from '../../db/database.ts'
+import { log } from '../../tools/log.ts'
 
 export interface ModelTokenizer {
   tokenize(text: string): number[]
@@ -38,7 +39,7 @@ export class Tokenizers {
     let entry = this.cache.get(modelId)
     if (!entry) {
       entry = this.load(modelId).catch((err: unknown) => {
-        console.error(`tokenizer for model ${modelId} unavailable:`, err)
+        log.error({ err, modelId }, 'tokenizer for model unavailable')
         return null
       })
       this.cache.set(modelId, entry)
@@ -74,7 +75,7 @@ export class Tokenizers {
         getLlama({ build: 'never', gpu: false, logLevel: LlamaLogLevel.error, logger: () => {} }),
       )
       .catch((err: unknown) => {
-        console.error('node-llama-cpp is not available; answers are metered from their text:', err)
+        log.warn({ err }, 'node-llama-cpp is not available; answers are metered from their text')
         return null
       })
     return this.llama

@@ -9,6 +9,7 @@ import {
   REVERSAL_REASON,
 } from '../ledger/pending-earnings.ts'
 import type { CoreApp } from '../app.ts'
+import { withUnitOfWork } from '../records/unit-of-work.ts'
 import { ChatService, MAX_OUTPUT_TOKENS } from '../chat/chat-service.ts'
 import { listenForCancels } from '../chat/stop-request.ts'
 import { HOLD_SWEEP_INTERVAL_MS, sweepStrandedHolds } from '../ledger/hold-sweep.ts'
@@ -35,11 +36,15 @@ import {
 } from '../scheduler/work.ts'
 import type { Limiter } from '../../tools/rate-limiter.ts'
 import { background } from '../../tools/background.ts'
+import { log } from '../../tools/log.ts'
 
 export interface NetworkOptions {
   scheduler?: Partial<SchedulerOptions>
   /** A node silent for this long (15 s by default) is disconnected; heartbeats come every 5 s. */
   heartbeatTimeoutMs?: number
+  /** A connected node's `last_seen` is written when its status changes, and otherwise at most
+   * this often (60 s by default): see docs/scaling.md, "Heartbeats". */
+  lastSeenRefreshMs?: number
   linkFlowTtlMs?: number
   /** How long one wait-flow long poll holds before answering pending. */
   waitFlowTimeoutMs?: number
@@ -97,9 +102,9 @@ export async function createInferenceNetwork(
     ? await RedisLeases.start(core.redis, core.processId, options.leaseTtlMs ?? LEASE_TTL_MS)
     : new LocalLeases(core.processId)
   // Holds left without an open request (crash, bug): released at start-up and every hour.
-  await sweepStrandedHolds(core.database.db)
+  await sweepStrandedHolds(core)
   const sweeper = setInterval(() => {
-    sweepStrandedHolds(core.database.db).catch((err) => console.error('hold sweep failed', err))
+    sweepStrandedHolds(core).catch((err) => log.error({ err }, 'hold sweep failed'))
   }, HOLD_SWEEP_INTERVAL_MS)
   sweeper.unref()
   const flows = new LinkFlows(
@@ -107,7 +112,11 @@ export async function createInferenceNetwork(
     core.records,
     options.linkFlowTtlMs ?? LINK_FLOW_TTL_MS,
   )
-  const registry = new NodeRegistry(core, options.heartbeatTimeoutMs ?? 15_000)
+  const registry = new NodeRegistry(
+    core,
+    options.heartbeatTimeoutMs ?? 15_000,
+    options.lastSeenRefreshMs,
+  )
   const metering = new Metering(core.database.db, options.modelDirs ?? [])
   const health = new NodeHealth(core, metering, { ...defaultNodeHealthOptions, ...options.health })
   const scheduler = new Scheduler(core, registry, health, {
@@ -128,7 +137,7 @@ export async function createInferenceNetwork(
   scheduler.handOff = (work) => {
     const p: Promise<void> = takeover
       .handOff(work)
-      .catch((err) => console.error('hand-off failed', err))
+      .catch((err) => log.error({ err }, 'hand-off failed'))
       .then(() => {
         handOffs.delete(p)
       })
@@ -147,7 +156,7 @@ export async function createInferenceNetwork(
       return takeover.recover(ids)
     }
     const recover = () => {
-      recoverPrevious().catch((err) => console.error('restart recovery failed', err))
+      recoverPrevious().catch((err) => log.error({ err }, 'restart recovery failed'))
     }
     if (leftOpen.size) startTimer = setTimeout(recover, options.restartGraceMs ?? 5000)
     startTimer?.unref()
@@ -164,9 +173,12 @@ export async function createInferenceNetwork(
       maxOutputTokens,
       // Earnings held while on probation: paid on verification, returned to payers on failure.
       hooks: {
-        onGraduated: async (trx, nodeId) => (await releasePendingEarnings(trx, nodeId)).users,
-        onFailed: async (trx, nodeId) =>
-          (await reversePendingEarnings(trx, nodeId, REVERSAL_REASON)).users,
+        onGraduated: async (uow, nodeId) => {
+          await releasePendingEarnings(uow, nodeId)
+        },
+        onFailed: async (uow, nodeId) => {
+          await reversePendingEarnings(uow, nodeId, REVERSAL_REASON)
+        },
       },
     },
     { ...defaultCanaryOptions, ...options.canaries },
@@ -239,15 +251,10 @@ export async function createInferenceNetwork(
  * (takeover.ts): queued ones run again, running ones fail retryable with their holds released.
  */
 async function recoverAfterRestart(core: CoreApp) {
-  const db = core.database.db
-  await db
-    .updateTable('nodes')
-    .set({ status: 'offline' })
-    .where('status', '!=', 'offline')
-    .execute()
-  await db
-    .updateTable('node_jobs')
-    .set({ status: 'failed' })
-    .where('status', 'in', ['pending', 'acked'])
-    .execute()
+  await withUnitOfWork(core, async (uow) => {
+    await uow.update('nodes', (q) => q.set({ status: 'offline' }).where('status', '!=', 'offline'))
+    await uow.update('node_jobs', (q) =>
+      q.set({ status: 'failed' }).where('status', 'in', ['pending', 'acked']),
+    )
+  })
 }

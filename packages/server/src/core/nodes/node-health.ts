@@ -8,6 +8,7 @@
  */
 import type { CoreApp } from '../app.ts'
 import { penalizeNode } from '../ledger/settlement.ts'
+import { withSingleWrite } from '../records/unit-of-work.ts'
 import type { MeteredAnswer } from '../metering/answer-meter.ts'
 import type { Metering } from '../metering/metering.ts'
 import { requireCollection } from '../collections/registry.ts'
@@ -53,7 +54,7 @@ export class NodeHealth {
   async failure(nodeId: string, kind: FailureKind, nodeText = ''): Promise<void> {
     const state = this.state(nodeId)
     state.failuresInRow++
-    await penalizeNode(this.core.database.db, nodeId)
+    await withSingleWrite(this.core, (uow) => penalizeNode(uow, nodeId))
     const values: Record<string, unknown> = {}
     if (nodeText) {
       values.last_error = `${describe(kind)}: ${nodeText}`.slice(0, 1000)

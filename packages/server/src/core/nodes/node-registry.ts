@@ -34,8 +34,11 @@ export {
   type NodeHandle,
   type RegistryListener,
 } from './node-session.ts'
+import { log } from '../../tools/log.ts'
 
 const nodesCollection = () => requireCollection('nodes')
+/** Heartbeats come every 5 s: one in twelve writes the row when nothing else changed. */
+export const LAST_SEEN_REFRESH_MS = 60_000
 const nodeModelsCollection = () => requireCollection('node_models')
 
 export class NodeRegistry {
@@ -53,6 +56,9 @@ export class NodeRegistry {
   constructor(
     private core: CoreApp,
     private heartbeatTimeoutMs = 15_000,
+    /** How stale a connected node's stored `last_seen` may grow while its status stays the same.
+     * Liveness never reads it (the sweep below goes by the socket's last frame). */
+    private lastSeenRefreshMs = LAST_SEEN_REFRESH_MS,
   ) {
     this.pins = new ModelPins(core, (nodeId) => {
       this.refreshDesiredState(nodeId, true)
@@ -178,7 +184,7 @@ export class NodeRegistry {
     ws.on('close', () => guarded('node disconnect', () => this.detach(session)))
     ws.on('error', () => ws.terminate())
     this.enqueue(session, async () => {
-      await this.updateNode(nodeId, { status: 'online', last_seen: nowDate() })
+      await this.writeStatus(session, 'online')
       await this.pushDesiredState(nodeId, true)
       this.pinFor(nodeId)
     })
@@ -206,7 +212,7 @@ export class NodeRegistry {
   private pinFor(nodeId: string): void {
     if (!this.sessions.has(nodeId)) return
     this.pins.pinFor(nodeId).catch((err) => {
-      if (!this.closed) console.error('model pinning failed', err)
+      if (!this.closed) log.error({ err }, 'model pinning failed')
     })
   }
 
@@ -244,6 +250,7 @@ export class NodeRegistry {
             status: 'online',
             last_seen: nowDate(),
           })
+          session.written = { status: 'online', at: Date.now() }
           this.listener?.onCapacity()
           this.relay?.announce(session)
         })
@@ -259,12 +266,18 @@ export class NodeRegistry {
         session.busyJobs = frame.busy_jobs
         session.draining = frame.draining === true
         const busy = Math.max(frame.busy_jobs, session.jobs.size) >= frame.max_jobs
-        this.enqueue(session, () =>
-          this.updateNode(session.nodeId, {
-            status: busy ? 'busy' : 'online',
-            last_seen: nowDate(),
-          }),
-        )
+        const status = busy ? 'busy' : 'online'
+        // At 10,000 nodes a write per heartbeat is 2,000 row writes (and their record events) a
+        // second: the row is written when the status changes or its last_seen grows stale.
+        const written = session.written
+        if (
+          !written ||
+          written.status !== status ||
+          Date.now() - written.at >= this.lastSeenRefreshMs
+        ) {
+          session.written = { status, at: Date.now() }
+          this.enqueue(session, () => this.writeStatus(session, status))
+        }
         if (freed) this.listener?.onCapacity()
         if (session.helloed) this.relay?.announce(session)
         return
@@ -334,8 +347,20 @@ export class NodeRegistry {
     if (this.closed) return
     // A failed write is reported and the chain goes on: one bad write must not stall a node.
     session.chain = session.chain.then(task).catch((err) => {
-      if (!this.closed) console.error('node registry write failed', err)
+      if (!this.closed) log.error({ err }, 'node registry write failed')
     })
+  }
+
+  /** The node's status and last_seen, remembered on the session (see the heartbeat); after a
+   * failed write the next heartbeat writes again. */
+  private async writeStatus(session: NodeSession, status: 'online' | 'busy') {
+    session.written = { status, at: Date.now() }
+    try {
+      await this.updateNode(session.nodeId, { status, last_seen: nowDate() })
+    } catch (err) {
+      session.written = null
+      throw err
+    }
   }
 
   private async updateNode(nodeId: string, values: Record<string, unknown>) {

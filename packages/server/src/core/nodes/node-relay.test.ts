@@ -3,7 +3,7 @@
  * one is exercised end to end in test/scale-out.test.ts).
  */
 import type { WebSocket } from 'ws'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import type { ServerToNodeFrame } from '@meshwork/protocol'
 import { MemoryBus } from '../../tools/bus/memory-bus.ts'
 import { NodeRelay, type LocalNodes } from './node-relay.ts'
@@ -59,7 +59,10 @@ const offer = (jobId: string): ServerToNodeFrame => ({
 
 describe('node relay', () => {
   const relays: NodeRelay[] = []
-  afterEach(() => relays.splice(0).forEach((r) => r.close()))
+  afterEach(() => {
+    relays.splice(0).forEach((r) => r.close())
+    vi.useRealTimers()
+  })
   const start = (bus: MemoryBus, timeoutMs?: number) => {
     const p = process(bus, timeoutMs)
     relays.push(p.relay)
@@ -125,11 +128,12 @@ describe('node relay', () => {
   })
 
   it('forgets a node when its process says it is gone, or moves it, or falls silent', async () => {
+    vi.useFakeTimers()
     const bus = new MemoryBus()
     const a = start(bus, 200)
     const b = start(bus)
     const c = start(bus)
-    await new Promise((r) => setTimeout(r, 0)) // the processes' start-up syncs are done
+    await vi.advanceTimersByTimeAsync(0) // the processes' start-up syncs are done
     b.connect('n1')
     b.relay.gone('n1')
     expect(a.relay.remote('n1')).toBeUndefined()
@@ -143,7 +147,9 @@ describe('node relay', () => {
     b.relay.gone('n2') // B's late notice about its old socket changes nothing
     expect(a.relay.remote('n2')).toBeDefined()
 
-    await new Promise((r) => setTimeout(r, 400))
+    await vi.advanceTimersByTimeAsync(150)
+    expect(a.relay.remote('n2')).toBeDefined() // within the timeout
+    await vi.advanceTimersByTimeAsync(250)
     expect(a.relay.remote('n2')).toBeUndefined() // no presence for longer than the timeout
     expect(a.heard.gone).toEqual(['n1', 'n2', 'n2'])
   })

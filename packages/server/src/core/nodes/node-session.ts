@@ -49,6 +49,9 @@ export class NodeSession implements NodeHandle {
   backend = 'unknown'
   /** The node said it is shutting down: its jobs finish, it gets no new ones. */
   draining = false
+  /** The status last written to the node's row, and when (Date.now): heartbeats that change
+   * neither the status nor a stale `last_seen` write nothing (node-registry.ts). */
+  written: { status: string; at: number } | null = null
 
   constructor(
     readonly nodeId: string,

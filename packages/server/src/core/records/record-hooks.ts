@@ -1,9 +1,11 @@
 import type { Db } from '../../db/database.ts'
 import type { CollectionDef } from '../collections/collection-def.ts'
 import type { Row } from './serialize.ts'
+import type { UnitOfWork } from './unit-of-work.ts'
 
-/** Runs inside the write's database transaction: a failure rolls the whole write back. */
-export type TxHook = (trx: Db, collection: CollectionDef, row: Row) => Promise<void>
+/** Runs inside the write's unit of work: a failure rolls the whole write back; what it writes
+ * through the unit is published with the write. */
+export type TxHook = (uow: UnitOfWork, collection: CollectionDef, row: Row) => Promise<void>
 
 /** Checks a client's update before it is written; returns field errors (empty when fine). */
 export type UpdateCheck = (
@@ -40,9 +42,9 @@ export class RecordHooks {
     this.beforeDelete.set(collectionName, list)
   }
 
-  async runBeforeDelete(trx: Db, collection: CollectionDef, row: Row): Promise<void> {
+  async runBeforeDelete(uow: UnitOfWork, collection: CollectionDef, row: Row): Promise<void> {
     for (const hook of this.beforeDelete.get(collection.name) ?? [])
-      await hook(trx, collection, row)
+      await hook(uow, collection, row)
   }
 
   onAfterCreate(collectionName: string, hook: TxHook): void {
@@ -51,7 +53,11 @@ export class RecordHooks {
     this.afterCreate.set(collectionName, list)
   }
 
-  async runAfterCreate(trx: Db, collection: CollectionDef, row: Row): Promise<void> {
-    for (const hook of this.afterCreate.get(collection.name) ?? []) await hook(trx, collection, row)
+  hasAfterCreate(collection: CollectionDef): boolean {
+    return Boolean(this.afterCreate.get(collection.name)?.length)
+  }
+
+  async runAfterCreate(uow: UnitOfWork, collection: CollectionDef, row: Row): Promise<void> {
+    for (const hook of this.afterCreate.get(collection.name) ?? []) await hook(uow, collection, row)
   }
 }

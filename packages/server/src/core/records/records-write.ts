@@ -1,6 +1,7 @@
 /**
  * @module Writing records through the API: create, update and delete with PocketBase's rule
- * semantics (create: 400, update/delete: 404), validation, cascades, and events after commit.
+ * semantics (create: 400, update/delete: 404), validation, cascades; each write one unit of work
+ * (unit-of-work.ts), its events published after commit.
  */
 import type { Database, Db } from '../../db/database.ts'
 import { ApiError, forbidden, notFound, validationError } from '../../tools/api-error.ts'
@@ -12,10 +13,11 @@ import { emailKey, emailKeySql } from '../auth/email-identity.ts'
 import { prepareAuthCreate, prepareAuthUpdate } from './auth-fields.ts'
 import type { Caller } from './caller.ts'
 import { castRecordBody, defaultRow, missingRequired } from './record-body.ts'
-import type { RecordEvents, RecordChange } from './record-events.ts'
+import type { RecordEvents } from './record-events.ts'
 import type { RecordHooks } from './record-hooks.ts'
 import { fetchVisible } from './records-read.ts'
 import type { Row } from './serialize.ts'
+import { withSingleWrite, withUnitOfWork, type UnitOfWork } from './unit-of-work.ts'
 
 export interface WriteDeps {
   database: Database
@@ -52,20 +54,21 @@ export async function createRecord(
   }
   const errors = { ...missingRequired(collection, row), ...cast.errors }
   Object.assign(errors, await relationErrors(deps.database.db, collection, row))
-  Object.assign(errors, await uniqueErrors(deps.database.db, collection, row))
+  Object.assign(
+    errors,
+    await uniqueErrors(deps.database.db, collection, row, cast.values.id != null),
+  )
   if (Object.keys(errors).length) throw validationError(createFailed, errors)
 
-  const changes: RecordChange[] = []
-  await deps.database.db.transaction().execute(async (trx) => {
-    await trx
-      .insertInto(collection.name)
-      .values(row)
-      .execute()
-      .catch((err) => {
-        throw uniqueViolation(err, collection, createFailed) ?? err
-      })
+  // Nothing to check after the insert and no hook to run: one statement, no transaction.
+  const alone =
+    (caller.superuser || !collection.createRule) && !deps.hooks.hasAfterCreate(collection)
+  return (alone ? withSingleWrite : withUnitOfWork)(deps, async (uow) => {
+    const stored = await uow.insert(collection.name, row).catch((err) => {
+      throw uniqueViolation(err, collection, createFailed) ?? err
+    })
     if (collection.createRule && !caller.superuser) {
-      const db = { ...deps.database, db: trx }
+      const db = { ...deps.database, db: uow.trx }
       const [visible] = await fetchVisible(
         db,
         caller,
@@ -76,11 +79,9 @@ export async function createRecord(
       )
       if (!visible) throw new ApiError(400, createFailed)
     }
-    await deps.hooks.runAfterCreate(trx, collection, row)
-    changes.push({ action: 'create', collection, row })
+    await deps.hooks.runAfterCreate(uow, collection, stored)
+    return stored
   })
-  changes.forEach((c) => deps.events.emit(c))
-  return row
 }
 
 export async function updateRecord(
@@ -125,16 +126,14 @@ export async function updateRecord(
       await deps.hooks.checkClientUpdate(deps.database.db, collection, existing, values),
     )
   if (Object.keys(errors).length) throw validationError(updateFailed, errors)
-  await deps.database.db
-    .updateTable(collection.name)
-    .set(values)
-    .where('id', '=', id)
-    .execute()
-    .catch((err) => {
-      throw uniqueViolation(err, collection, updateFailed) ?? err
-    })
-  deps.events.emit({ action: 'update', collection, row })
-  return row
+  const [stored] = await withSingleWrite(deps, (uow) =>
+    uow.update(collection.name, (q) => q.set(values).where('id', '=', id)),
+  ).catch((err) => {
+    throw uniqueViolation(err, collection, updateFailed) ?? err
+  })
+  // Deleted meanwhile: PocketBase's 404, as if it had not been found.
+  if (!stored) throw notFound()
+  return stored
 }
 
 export async function deleteRecord(
@@ -154,22 +153,18 @@ export async function deleteRecord(
   )
   if (!existing) throw notFound()
   delete existing.__owner
-  const removed: RecordChange[] = []
-  await deps.database.db.transaction().execute(async (trx) => {
-    await deleteWithCascade(trx, deps.hooks, collection, existing, removed)
-  })
-  removed.forEach((c) => deps.events.emit(c))
+  await withUnitOfWork(deps, (uow) => deleteWithCascade(uow, deps.hooks, collection, existing))
 }
 
 /** Deletes a row and, first, every row whose cascading relation points at it. */
 async function deleteWithCascade(
-  trx: Db,
+  uow: UnitOfWork,
   hooks: RecordHooks,
   collection: CollectionDef,
   row: Row,
-  removed: RecordChange[],
 ) {
-  await hooks.runBeforeDelete(trx, collection, row)
+  const trx = uow.trx
+  await hooks.runBeforeDelete(uow, collection, row)
   for (const other of collections) {
     if (other.type === 'view') continue
     for (const field of other.fields) {
@@ -180,12 +175,11 @@ async function deleteWithCascade(
         .selectAll()
         .where(field.name, '=', row.id)
         .execute()
-      for (const child of children)
-        await deleteWithCascade(trx, hooks, other, child as Row, removed)
+      for (const child of children) await deleteWithCascade(uow, hooks, other, child as Row)
     }
   }
   await trx.deleteFrom(collection.name).where('id', '=', row.id).execute()
-  removed.push({ action: 'delete', collection, row })
+  uow.changed('delete', collection, row)
 }
 
 async function relationErrors(db: Db, collection: CollectionDef, values: Row) {
@@ -209,17 +203,21 @@ async function relationErrors(db: Db, collection: CollectionDef, values: Row) {
   return errors
 }
 
-async function uniqueErrors(db: Db, collection: CollectionDef, row: Row) {
+async function uniqueErrors(db: Db, collection: CollectionDef, row: Row, idGiven: boolean) {
   const errors: Record<string, { code: string; message: string }> = {}
   const notUnique = { code: 'validation_not_unique', message: 'Value must be unique.' }
   // Case-insensitive by construction: every stored id is [a-z0-9] (generated, or checked against
   // recordIdPattern), so comparing with the lower-cased value uses the primary key. LOWER(id)
   // would scan the whole table on every create (66 ms per create at a million rows).
-  const taken = await db
-    .selectFrom(collection.name)
-    .select('id')
-    .where('id', '=', String(row.id).toLowerCase())
-    .executeTakeFirst()
+  // A generated id is 15 random characters: not worth a statement per create (should one ever
+  // collide, the primary key refuses it and uniqueViolation answers the same 400).
+  const taken =
+    idGiven &&
+    (await db
+      .selectFrom(collection.name)
+      .select('id')
+      .where('id', '=', String(row.id).toLowerCase())
+      .executeTakeFirst())
   if (taken) errors.id = notUnique
   if (collection.type === 'auth' && row.email) {
     // Unique ignoring case (the index idx_users_ci_email settles a race between two sign-ups).

@@ -5,6 +5,7 @@
  * is the only one that can be alive: any other owner named in the database is a previous run.
  */
 import type { Redis } from 'ioredis'
+import { log } from '../../tools/log.ts'
 
 export interface ProcessLeases {
   readonly processId: string
@@ -49,7 +50,7 @@ export class RedisLeases implements ProcessLeases {
     await leases.renew()
     leases.timer = setInterval(
       () => {
-        leases.renew().catch((err) => console.error('lease renewal failed', err))
+        leases.renew().catch((err) => log.error({ err }, 'lease renewal failed'))
       },
       Math.max(50, Math.floor(ttlMs / 4)),
     )

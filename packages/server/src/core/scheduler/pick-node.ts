@@ -31,20 +31,21 @@ export interface PickOptions {
   random: () => number
 }
 
-interface Candidate {
+interface Candidate extends CandidateRow {
   session: NodeHandle
+}
+
+/** A node serving the model, as stored (whether it is connected and free is the registry's). */
+export interface CandidateRow {
+  id: string
   owner: string
   reputation: number
   speed: number
   probation: boolean
 }
 
-export async function pickNode(
-  db: Db,
-  registry: NodeRegistry,
-  modelId: string,
-  options: PickOptions,
-): Promise<NodeChoice> {
+/** The active, unbenched nodes serving `modelId`: one query for however many requests wait. */
+export async function loadCandidates(db: Db, modelId: string): Promise<CandidateRow[]> {
   const rows = await db
     .selectFrom('node_models as nm')
     .innerJoin('nodes as n', 'n.id', 'nm.node')
@@ -60,14 +61,23 @@ export async function pickNode(
     .where('n.is_active', '=', 1)
     .where('n.benched_until', '<', nowDate())
     .execute()
+  return rows.map((r) => ({
+    id: String(r.id),
+    owner: String(r.owner),
+    reputation: Number(r.reputation),
+    speed: Number(r.speed),
+    probation: r.verification === 'probation',
+  }))
+}
+
+/** The best connected node with a free slot among `rows`, by the live sessions in `registry`. */
+export function chooseNode(
+  rows: CandidateRow[],
+  registry: NodeRegistry,
+  options: PickOptions,
+): NodeChoice {
   const eligible = rows
-    .map((r) => ({
-      session: registry.get(String(r.id)),
-      owner: String(r.owner),
-      reputation: Number(r.reputation),
-      speed: Number(r.speed),
-      probation: r.verification === 'probation',
-    }))
+    .map((r) => ({ ...r, session: registry.get(r.id) }))
     .filter(
       (c): c is Candidate =>
         Boolean(c.session?.open && c.session.helloed) &&

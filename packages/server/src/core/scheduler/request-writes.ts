@@ -1,13 +1,11 @@
 /**
- * @module The scheduler's database writes for one request and its jobs, each followed by the
- * record events realtime subscribers need (settlement and failure write with Kysely in one
- * transaction, so their rows are published after the commit).
+ * @module The scheduler's database writes for one request and its jobs, each one unit of work
+ * (records/unit-of-work.ts): its rows are published as record events once it commits.
  */
 import type { CoreApp } from '../app.ts'
-import { requireCollection } from '../collections/registry.ts'
-import { server as superuser } from '../records/caller.ts'
 import type { Row } from '../records/serialize.ts'
 import { nowDate } from '../../tools/dates.ts'
+import { newRecordId } from '../../tools/ids.ts'
 import {
   cancelRequest,
   chargeDeletedRequest,
@@ -16,24 +14,47 @@ import {
   type Cancellation,
   type Completion,
 } from '../ledger/settlement.ts'
-import { emitBalance, emitById, emitStored } from './emit-stored.ts'
+import { withSingleWrite, withUnitOfWork } from '../records/unit-of-work.ts'
 import type { Work } from './work.ts'
 
-/** A `node_jobs` row (pending) for one offer; its id is the protocol's job_id. */
-export async function createJob(core: CoreApp, requestId: string, nodeId: string): Promise<string> {
-  const job = await core.records.create(superuser, requireCollection('node_jobs'), {
-    request: requestId,
-    node: nodeId,
-    status: 'pending',
+/**
+ * A `node_jobs` row (pending) for one offer; its id is the protocol's job_id. Null when the request
+ * is gone (deleted with its conversation). One unit of work (INSERT ... RETURNING, the event from
+ * the returned row): it is on the way to every offer, where the records service's uniqueness check
+ * and re-read cost first-token time.
+ */
+export async function createJob(
+  core: CoreApp,
+  requestId: string,
+  nodeId: string,
+): Promise<string | null> {
+  const now = nowDate()
+  return withUnitOfWork(core, async (uow) => {
+    const request = await uow.trx
+      .selectFrom('requests')
+      .select('id')
+      .where('id', '=', requestId)
+      .executeTakeFirst()
+    if (!request) return null
+    const job = await uow.insert('node_jobs', {
+      id: newRecordId(),
+      request: requestId,
+      node: nodeId,
+      status: 'pending',
+      created: now,
+      updated: now,
+    })
+    return String(job.id)
   })
-  return String(job.id)
 }
 
 export async function setJobStatus(core: CoreApp, jobId: string, status: string): Promise<void> {
-  // A job row deleted with its request (cascade) has nothing left to update.
-  await core.records
-    .update(superuser, requireCollection('node_jobs'), jobId, { status })
-    .catch(() => {})
+  // A job row deleted with its request (cascade) has nothing left to update: no row, no event. A
+  // failed write is not the request's: the job row is bookkeeping, the request settles anyway.
+  // One UPDATE: it commits by itself, no BEGIN/COMMIT around it.
+  await withSingleWrite(core, (uow) =>
+    uow.update('node_jobs', (q) => q.set({ status, updated: nowDate() }).where('id', '=', jobId)),
+  ).catch(() => {})
 }
 
 export async function loadRequestRow(core: CoreApp, requestId: string): Promise<Row | null> {
@@ -45,49 +66,41 @@ export async function loadRequestRow(core: CoreApp, requestId: string): Promise<
 }
 
 /**
- * The request is running on `nodeId`; answers the stored row (the base of partial events). No
- * event here: the scheduler publishes the row with the text streamed so far, so a subscriber
- * never sees the response go back to empty.
+ * The request is running on `nodeId`; answers the stored row (the base of partial events), null
+ * when it is no longer open. Its event carries `present(row)`: the row with the text streamed so
+ * far, so a subscriber never sees the response go back to empty.
  */
 export async function markProcessing(
   core: CoreApp,
   requestId: string,
   nodeId: string,
+  present: (stored: Row) => Row,
 ): Promise<Row | null> {
-  const res = await core.database.db
-    .updateTable('requests')
-    .set({ status: 'processing', node: nodeId, updated: nowDate() })
-    .where('id', '=', requestId)
-    .where('status', 'in', ['pending', 'processing'])
-    .executeTakeFirst()
-  if (Number(res.numUpdatedRows) !== 1) return null
-  return loadRequestRow(core, requestId)
+  return withSingleWrite(core, async (uow) => {
+    const [row] = await uow.update('requests', (q) =>
+      q
+        .set({ status: 'processing', node: nodeId, updated: nowDate() })
+        .where('id', '=', requestId)
+        .where('status', 'in', ['pending', 'processing']),
+    )
+    if (row) uow.changed('update', 'requests', present(row))
+    return row ?? null
+  })
 }
 
 /**
- * Settles (exactly once) and publishes the final request, balances, ledger rows, conversation,
- * node. Answers 'settled', 'ended' (it had already ended: nothing changed) or 'deleted' (its row is
- * gone: deleted with its conversation or account while the answer came in).
+ * Settles (exactly once) in one unit of work, which publishes the final request, balances, ledger
+ * rows, conversation and node once it commits. Answers 'settled', 'ended' (it had already ended:
+ * nothing changed) or 'deleted' (its row is gone: deleted with its conversation or account while
+ * the answer came in).
  */
 export async function settleAndPublish(
   core: CoreApp,
   completion: Completion,
 ): Promise<'settled' | 'ended' | 'deleted'> {
-  const settled = await settleRequest(core.database.db, completion)
-  if (!settled && !(await loadRequestRow(core, completion.requestId))) return 'deleted'
-  await emitById(core, 'requests', completion.requestId)
-  if (!settled) return 'ended'
-  await emitBalance(core, settled.user)
-  if (settled.nodeOwner !== settled.user) await emitBalance(core, settled.nodeOwner)
-  await emitStored(
-    core,
-    'user_credit_txs',
-    { column: 'request', value: completion.requestId },
-    'create',
-  )
-  if (settled.conversation) await emitById(core, 'conversations', settled.conversation)
-  await emitById(core, 'nodes', completion.nodeId)
-  return 'settled'
+  const settled = await withUnitOfWork(core, (uow) => settleRequest(uow, completion))
+  if (settled) return 'settled'
+  return (await loadRequestRow(core, completion.requestId)) ? 'ended' : 'deleted'
 }
 
 /**
@@ -95,16 +108,7 @@ export async function settleAndPublish(
  * `cancelRequest`) and publishes the rows it wrote. False when it had already ended.
  */
 export async function cancelAndPublish(core: CoreApp, c: Cancellation): Promise<boolean> {
-  const settled = await cancelRequest(core.database.db, c)
-  if (!settled) return false
-  await emitById(core, 'requests', c.requestId)
-  await emitBalance(core, settled.user)
-  if (settled.cost > 0) {
-    if (settled.nodeOwner !== settled.user) await emitBalance(core, settled.nodeOwner)
-    await emitStored(core, 'user_credit_txs', { column: 'request', value: c.requestId }, 'create')
-  }
-  if (settled.conversation) await emitById(core, 'conversations', settled.conversation)
-  return true
+  return Boolean(await withUnitOfWork(core, (uow) => cancelRequest(uow, c)))
 }
 
 /** Charges the streamed part of a deleted request (at most once) and publishes the balances. */
@@ -114,30 +118,24 @@ export async function chargeDeletedAndPublish(
   nodeId: string,
   tokensOutput: number,
 ): Promise<void> {
-  const charged = await chargeDeletedRequest(core.database.db, {
-    requestId: work.requestId,
-    user: work.user,
-    nodeId,
-    tokensInput: work.estimatedInput,
-    tokensOutput,
-    multiplierUnits: work.multiplierUnits,
-    reservedUnits: work.reservedUnits,
-  })
-  if (!charged) return
-  await emitBalance(core, charged.user)
-  await emitBalance(core, charged.nodeOwner)
-  await emitStored(core, 'user_credit_txs', { column: 'request', value: work.requestId }, 'create')
+  await withUnitOfWork(core, (uow) =>
+    chargeDeletedRequest(uow, {
+      requestId: work.requestId,
+      user: work.user,
+      nodeId,
+      tokensInput: work.estimatedInput,
+      tokensOutput,
+      multiplierUnits: work.multiplierUnits,
+      reservedUnits: work.reservedUnits,
+    }),
+  )
 }
 
 /** Fails a retryable request, releases its hold and publishes both. */
 export async function failAndPublish(
   core: CoreApp,
   requestId: string,
-  user: string,
   message: string,
 ): Promise<void> {
-  if (await failRequest(core.database.db, requestId, message, true)) {
-    await emitById(core, 'requests', requestId)
-    await emitBalance(core, user)
-  }
+  await withUnitOfWork(core, (uow) => failRequest(uow, requestId, message, true))
 }

@@ -14,7 +14,7 @@ import { AnswerMeter } from '../metering/answer-meter.ts'
 import type { FailureKind, NodeHealth } from '../nodes/node-health.ts'
 import type { NodeRegistry, RegistryListener } from '../nodes/node-registry.ts'
 import { CoalescedPublisher } from './coalesced-publisher.ts'
-import { pickNode, type NodeChoice } from './pick-node.ts'
+import { chooseNode, loadCandidates, type CandidateRow, type NodeChoice } from './pick-node.ts'
 import { expectedJobSpeed, jobDeadlineMs } from './job-deadline.ts'
 import { background } from '../../tools/background.ts'
 import { failAndPublish as failOnce } from './request-writes.ts'
@@ -39,6 +39,7 @@ import {
   type Work,
   type WorkItem,
 } from './work.ts'
+import { log } from '../../tools/log.ts'
 
 const OPEN = new Set<string>(OPEN_STATUSES)
 
@@ -73,8 +74,9 @@ export class Scheduler implements RegistryListener {
     this.timer.unref()
   }
 
-  /** Queues a request; answers its position in the queue (0: goes out first). */
-  enqueue(item: WorkItem): number {
+  /** Queues a request; answers its position in the queue (0: goes out first). `row`: the request
+   * as its send stored it a moment ago (otherwise it is read before the offer). */
+  enqueue(item: WorkItem, row?: Row): number {
     const work: Work = {
       ...item,
       tried: new Set(),
@@ -84,7 +86,7 @@ export class Scheduler implements RegistryListener {
       job: null,
       lastError: '',
       publisher: null,
-      row: null,
+      row: row ?? null,
       chain: Promise.resolve(),
       ending: false,
     }
@@ -296,11 +298,21 @@ export class Scheduler implements RegistryListener {
     try {
       do {
         this.pumpAgain = false
+        // The nodes serving each model, read once per pass: a pass over a long queue (every send
+        // and every answer's end starts one) would otherwise run one query per waiting request.
+        const candidates = new Map<string, Promise<CandidateRow[]>>()
+        // Models with no free node for a request that excludes none: every other such request of
+        // the model waits too, without looking through its nodes again (a slot freed meanwhile
+        // starts another pass).
+        const full = new Set<string>()
         for (const work of [...this.queue]) {
-          const choice = await this.choose(work).catch((err: unknown) =>
+          const fresh = !work.canary && work.tried.size === 0 && work.triedOwners.size === 0
+          if (fresh && full.has(work.modelId)) continue
+          const choice = await this.choose(work, candidates).catch((err: unknown) =>
             this.chooseFailed(work, err),
           )
           if (!choice) continue
+          if (fresh && !choice.node && choice.anyEligible) full.add(work.modelId)
           // Deleted (or otherwise taken out) while the choice was made.
           const index = this.queue.indexOf(work)
           if (index < 0) continue
@@ -308,7 +320,7 @@ export class Scheduler implements RegistryListener {
             this.queue.splice(index, 1)
             // One request's failure must not hold up the ones queued behind it.
             await this.dispatch(work, choice).catch((err) => {
-              console.error('scheduler dispatch failed', err)
+              log.error({ err }, 'scheduler dispatch failed')
               if (!work.job) this.fail(work, NO_NODE_MESSAGE)
             })
           } else if (!choice.anyEligible) {
@@ -321,7 +333,7 @@ export class Scheduler implements RegistryListener {
         }
       } while (this.pumpAgain)
     } catch (err) {
-      console.error('scheduler pump failed', err)
+      log.error({ err }, 'scheduler pump failed')
     } finally {
       this.pumping = false
       this.checkIdle()
@@ -329,7 +341,10 @@ export class Scheduler implements RegistryListener {
   }
 
   /** A canary goes to its node only, while it waits for it; a request to the best node. */
-  private async choose(work: Work): Promise<NodeChoice> {
+  private async choose(
+    work: Work,
+    candidates: Map<string, Promise<CandidateRow[]>>,
+  ): Promise<NodeChoice> {
     if (work.canary) {
       const session = this.registry.get(work.canary.nodeId)
       const waiting = Date.now() - work.queuedAt < this.options.canaryWaitMs
@@ -337,7 +352,14 @@ export class Scheduler implements RegistryListener {
       const free = up && session!.freeSlots > 0
       return { node: free ? session! : null, owner: '', speed: 0, anyEligible: up }
     }
-    return pickNode(this.core.database.db, this.registry, work.modelId, {
+    let rows = candidates.get(work.modelId)
+    if (!rows) {
+      rows = loadCandidates(this.core.database.db, work.modelId)
+      candidates.set(work.modelId, rows)
+      // A failed read is tried again by the next request of the pass, not shared by all of them.
+      rows.catch(() => candidates.delete(work.modelId))
+    }
+    return chooseNode(await rows, this.registry, {
       excludeNodes: work.tried,
       excludeOwners: work.triedOwners,
       // A request that already failed once does not gamble on an unverified node again.
@@ -355,10 +377,7 @@ export class Scheduler implements RegistryListener {
     // requests queued behind it.
     // Gone (deleted with its conversation), or ended (cancelled before it was queued here).
     if (!work.row || work.ending || !OPEN.has(String(work.row.status))) return this.forget(work)
-    const jobId = await createJob(this.core, work.requestId, nodeId).catch(async (err) => {
-      if (!(await loadRequestRow(this.core, work.requestId))) return null
-      throw err
-    })
+    const jobId = await createJob(this.core, work.requestId, nodeId)
     if (!jobId) return this.forget(work)
     // Cancelled while its job was being created: the offer never goes out.
     if (work.ending) {
@@ -399,26 +418,33 @@ export class Scheduler implements RegistryListener {
   }
 
   private async markProcessing(work: Work, jobId: string, nodeId: string) {
-    if (work.job?.id === jobId) work.job.acceptedAt = Date.now()
+    if (work.job?.id === jobId) {
+      work.job.acceptedAt = Date.now()
+      // The request's `processing` event first (its subscriber waits for it), the job row after.
+      // Its event is the stored row with the text streamed so far (while the job is still this one).
+      const row = await markProcessing(this.core, work.requestId, nodeId, (stored) =>
+        work.job?.id === jobId ? this.partialRow(stored, work) : stored,
+      )
+      if (row && work.job?.id === jobId) work.row = row
+    }
     await setJobStatus(this.core, jobId, 'acked')
-    if (work.job?.id !== jobId) return
-    const row = await markProcessing(this.core, work.requestId, nodeId)
-    if (!row || work.job?.id !== jobId) return
-    work.row = row
-    this.publishPartial(work)
   }
 
   /** The growing response goes out as an update event of the in-memory row: no database write. */
   private publishPartial(work: Work) {
     if (!work.row || !work.job) return
-    const row: Row = {
-      ...work.row,
+    const row = this.partialRow(work.row, work)
+    this.core.events.emit({ action: 'update', collection: requireCollection('requests'), row })
+  }
+
+  private partialRow(stored: Row, work: Work): Row {
+    return {
+      ...stored,
       status: 'processing',
-      node: work.job.nodeId,
-      response: work.job.meter.text,
+      node: work.job?.nodeId ?? stored.node,
+      response: work.job?.meter.text ?? '',
       is_partial: 1,
     }
-    this.core.events.emit({ action: 'update', collection: requireCollection('requests'), row })
   }
 
   private complete(work: Work, nodeId: string, frame: Extract<JobFrame, { type: 'job_done' }>) {
@@ -435,7 +461,7 @@ export class Scheduler implements RegistryListener {
       // The node's record is secondary: a failed write of it must not keep the answer unsettled.
       await this.health
         .success(nodeId, work.modelId, answer, frame.tokens_output, elapsedMs)
-        .catch((err: unknown) => console.error('recording a node success failed:', err))
+        .catch((err: unknown) => log.error({ err }, 'recording a node success failed'))
       try {
         if (work.canary) return await work.canary.done(answer, frame.processing_time_ms)
         const tokensOutput = answer.tokensOutput
@@ -457,8 +483,8 @@ export class Scheduler implements RegistryListener {
         // stay open with its hold. It fails retryable, nothing charged. When the settlement did
         // commit and only what followed failed, the request is no longer open and this changes
         // nothing.
-        console.error(`settling request ${work.requestId} failed:`, err)
-        await failAndPublish(this.core, work.requestId, work.user, SAVE_FAILED_MESSAGE)
+        log.error({ err, requestId: work.requestId }, 'settling a request failed')
+        await failAndPublish(this.core, work.requestId, SAVE_FAILED_MESSAGE)
         await work.canary?.done(null, 0)
       }
     })
@@ -527,7 +553,7 @@ export class Scheduler implements RegistryListener {
     if (work.ending) return
     work.ending = true
     this.end(work, async () => {
-      await failAndPublish(this.core, work.requestId, work.user, message)
+      await failAndPublish(this.core, work.requestId, message)
       await work.canary?.done(null, 0)
     })
   }
@@ -541,7 +567,7 @@ export class Scheduler implements RegistryListener {
     // Reads cut off by shutdown are expected; restart recovery deals with their requests.
     if (this.closed) return null
     const failures = (this.chooseFailures.get(work) ?? 0) + 1
-    console.error(`choosing a node for request ${work.requestId} failed (${failures}):`, err)
+    log.error({ err, requestId: work.requestId, failures }, 'choosing a node failed')
     if (failures >= CHOOSE_RETRIES) {
       this.chooseFailures.delete(work)
       const index = this.queue.indexOf(work)
@@ -592,7 +618,7 @@ export class Scheduler implements RegistryListener {
       .then(() => (this.closed ? undefined : task()))
       .catch((err) => {
         // Writes cut off by shutdown are expected; restart recovery deals with their requests.
-        if (!this.closed) console.error('scheduler write failed', err)
+        if (!this.closed) log.error({ err }, 'scheduler write failed')
       })
       .finally(() => {
         this.writes.delete(chain)
@@ -631,18 +657,13 @@ const closedCores = new WeakSet<CoreApp>()
  * hold; after that, or once the scheduler has closed, restart recovery and the takeover of
  * requests end it.
  */
-async function failAndPublish(
-  core: CoreApp,
-  requestId: string,
-  user: string,
-  message: string,
-): Promise<void> {
+async function failAndPublish(core: CoreApp, requestId: string, message: string): Promise<void> {
   for (let attempt = 0; ; attempt++) {
     try {
-      return await failOnce(core, requestId, user, message)
+      return await failOnce(core, requestId, message)
     } catch (err) {
       if (closedCores.has(core) || attempt + 1 >= END_RETRIES) throw err
-      console.error(`failing request ${requestId} failed, retrying:`, err)
+      log.error({ err, requestId }, 'failing a request failed, retrying')
       await new Promise((r) =>
         setTimeout(r, Math.min(END_RETRY_MAX_MS, END_RETRY_MS * 2 ** attempt)).unref(),
       )

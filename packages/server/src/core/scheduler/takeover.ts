@@ -16,8 +16,9 @@ import { nowDate } from '../../tools/dates.ts'
 import type { ProcessLeases } from './leases.ts'
 import type { Scheduler } from './scheduler.ts'
 import type { WorkItem } from './work.ts'
-import { emitById } from './emit-stored.ts'
 import { failAndPublish } from './request-writes.ts'
+import { withSingleWrite } from '../records/unit-of-work.ts'
+import { log } from '../../tools/log.ts'
 
 /** What a user sees on a request whose coordinator died while its answer was being written. */
 export const TAKEN_OVER_MESSAGE =
@@ -94,7 +95,7 @@ export class Takeover {
       do {
         this.again = false
         total += await this.sweepOnce().catch((err) => {
-          if (!this.closed) console.error('request takeover failed', err)
+          if (!this.closed) log.error({ err }, 'request takeover failed')
           return 0
         })
       } while (this.again && !this.closed)
@@ -121,6 +122,7 @@ export class Takeover {
     for (const r of open) {
       const owner = String(r.lease_owner)
       if (alive.has(owner) || this.closed) continue
+      // `lease_owner` is no field of the collection: no record changes, so no unit of work.
       const claimed = await db
         .updateTable('requests')
         .set({ lease_owner: core.processId })
@@ -147,11 +149,11 @@ export class Takeover {
       .where('status', 'in', ['pending', 'acked'])
       .execute()
     for (const job of jobs) {
-      await db
-        .updateTable('node_jobs')
-        .set({ status: 'failed', updated: nowDate() })
-        .where('id', '=', job.id)
-        .execute()
+      await withSingleWrite(core, (uow) =>
+        uow.update('node_jobs', (q) =>
+          q.set({ status: 'failed', updated: nowDate() }).where('id', '=', job.id),
+        ),
+      )
       registry.cancelOrphanJob(String(job.node), String(job.id))
     }
     const row = await db
@@ -166,8 +168,7 @@ export class Takeover {
       scheduler.enqueue(work)
       return
     }
-    await failAndPublish(core, requestId, String(row.user), TAKEN_OVER_MESSAGE)
-    if (!row.user) await emitById(core, 'requests', requestId)
+    await failAndPublish(core, requestId, TAKEN_OVER_MESSAGE)
   }
 
   /**
@@ -178,6 +179,7 @@ export class Takeover {
     const { core, leases } = this.deps
     const others = await leases.others().catch(() => 0)
     if (others > 0) {
+      // Only `lease_owner` (no field of the collection) changes: nothing to publish.
       await core.database.db
         .updateTable('requests')
         .set({ lease_owner: '' })
@@ -187,7 +189,7 @@ export class Takeover {
       core.bus.publish(CHANNEL, { kind: 'handoff', from: core.processId } satisfies LeaseMessage)
       return
     }
-    await failAndPublish(core, work.requestId, work.user, SHUT_DOWN_MESSAGE)
+    await failAndPublish(core, work.requestId, SHUT_DOWN_MESSAGE)
   }
 
   close(): void {

@@ -7,6 +7,7 @@ import type { AnswerMeter, MeteredAnswer, MeterRule } from '../metering/answer-m
 import type { Row } from '../records/serialize.ts'
 import type { CoalescedPublisher } from './coalesced-publisher.ts'
 import { defaultDeadlineOptions, type DeadlineOptions } from './job-deadline.ts'
+import { JOB_REJECT_REASONS } from '@meshwork/protocol'
 
 export interface SchedulerOptions {
   /** Minimum time between two partial-response publishes of one request (~20/s). */
@@ -37,8 +38,8 @@ export const defaultSchedulerOptions: SchedulerOptions = {
   random: Math.random,
 }
 
-/** The agent's reason for an offer beyond its free slots (REJECT_NO_SLOT in @meshwork/node). */
-export const NO_SLOT_REASON = 'No free job slot'
+/** The agent's reason for an offer beyond its free slots: that node is asked again later. */
+export const NO_SLOT_REASON = JOB_REJECT_REASONS.noSlot
 export const MAX_OFFERS = 10
 /** Why a request was not run by a process that shut down (no other process could take it). */
 export const DRAIN_REASON = 'The coordinator shut down'

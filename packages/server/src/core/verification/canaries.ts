@@ -11,7 +11,6 @@ import type { MeteredAnswer } from '../metering/answer-meter.ts'
 import { countInput } from '../metering/answer-meter.ts'
 import type { Metering } from '../metering/metering.ts'
 import type { NodeRegistry } from '../nodes/node-registry.ts'
-import { emitBalance, emitById } from '../scheduler/emit-stored.ts'
 import type { Scheduler } from '../scheduler/scheduler.ts'
 import { canaryPrompt } from './canary-prompts.ts'
 import { completeCanaryRequest, createCanaryRequest } from './canary-requests.ts'
@@ -19,6 +18,7 @@ import { canaryEvidence } from './judge.ts'
 import { ReferenceScores, ReferenceUnavailableError } from './reference-scores.ts'
 import { thresholdsFor } from './thresholds.ts'
 import { applyCanary, type VerdictHooks } from './verdicts.ts'
+import { log } from '../../tools/log.ts'
 
 export interface CanaryOptions {
   /** Mean time between canaries of one node model while on probation, and once verified. */
@@ -141,13 +141,11 @@ export class Canaries {
     // otherwise the reference's check counts, unless the text was cut (then they cannot spell it).
     const idsMatch = answer.idsMatch ?? (answer.cut ? null : score.idsMatch)
     const verdict = await applyCanary(
-      core.database.db,
+      core,
       { nodeId, modelId, requestId, referenceId: reference.nodeId, backend, evidence, idsMatch },
       thresholds,
       this.deps.hooks,
     )
-    await emitById(core, 'nodes', nodeId)
-    for (const user of verdict.balancesChanged) await emitBalance(core, user)
     return verdict.outcome === 'fail'
       ? { status: 'failed', reason: verdict.reason, tokens: evidence.tokens }
       : { status: 'passed', graduated: verdict.graduated, tokens: evidence.tokens }
@@ -200,7 +198,7 @@ export class Canaries {
       this.due.set(key, now + exponential(mean, this.options.random))
       this.running.add(nodeId)
       void this.run(nodeId, String(r.model))
-        .catch((err) => console.error('canary failed to run', err))
+        .catch((err) => log.error({ err }, 'canary failed to run'))
         .finally(() => this.running.delete(nodeId))
     }
   }

@@ -7,7 +7,7 @@ import { sql } from 'kysely'
 import type { Sampling } from '@meshwork/protocol'
 import type { CoreApp } from '../app.ts'
 import type { MeteredAnswer } from '../metering/answer-meter.ts'
-import { emitById } from '../scheduler/emit-stored.ts'
+import { withUnitOfWork } from '../records/unit-of-work.ts'
 import { nowDate } from '../../tools/dates.ts'
 import { newRecordId } from '../../tools/ids.ts'
 
@@ -19,9 +19,8 @@ export async function createCanaryRequest(
 ): Promise<string> {
   const id = newRecordId()
   const now = nowDate()
-  await core.database.db
-    .insertInto('requests')
-    .values({
+  await withUnitOfWork(core, (uow) =>
+    uow.insert('requests', {
       id,
       user: '',
       conversation: '',
@@ -41,9 +40,8 @@ export async function createCanaryRequest(
       lease_owner: core.processId,
       created: now,
       updated: now,
-    })
-    .execute()
-  await emitById(core, 'requests', id, 'create')
+    }),
+  )
   return id
 }
 
@@ -56,29 +54,28 @@ export async function completeCanaryRequest(
   tokensInput: number,
   processingTimeMs: number,
 ): Promise<void> {
-  const db = core.database.db
   const now = nowDate()
-  const marked = await db
-    .updateTable('requests')
-    .set({
-      status: 'completed',
-      response: answer.text,
-      is_partial: 0,
-      tokens_input: tokensInput,
-      tokens_output: answer.tokensOutput,
-      processing_time_ms: processingTimeMs,
-      node: nodeId,
-      updated: now,
-    })
-    .where('id', '=', requestId)
-    .where('status', 'in', ['pending', 'processing'])
-    .executeTakeFirst()
-  if (Number(marked.numUpdatedRows) !== 1) return
-  await db
-    .updateTable('nodes')
-    .set({ total_requests: sql`COALESCE(total_requests, 0) + 1`, updated: now })
-    .where('id', '=', nodeId)
-    .execute()
-  await emitById(core, 'requests', requestId)
-  await emitById(core, 'nodes', nodeId)
+  await withUnitOfWork(core, async (uow) => {
+    const marked = await uow.update('requests', (q) =>
+      q
+        .set({
+          status: 'completed',
+          response: answer.text,
+          is_partial: 0,
+          tokens_input: tokensInput,
+          tokens_output: answer.tokensOutput,
+          processing_time_ms: processingTimeMs,
+          node: nodeId,
+          updated: now,
+        })
+        .where('id', '=', requestId)
+        .where('status', 'in', ['pending', 'processing']),
+    )
+    if (marked.length !== 1) return
+    await uow.update('nodes', (q) =>
+      q
+        .set({ total_requests: sql`COALESCE(total_requests, 0) + 1`, updated: now })
+        .where('id', '=', nodeId),
+    )
+  })
 }

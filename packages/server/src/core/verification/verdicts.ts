@@ -1,12 +1,13 @@
 /**
- * @module What a canary's verdict does to a node, in one transaction: its evidence (per node and
+ * @module What a canary's verdict does to a node, in one unit of work (published once it commits): its evidence (per node and
  * model) grows or is reset, the canary is recorded, and the node's counters, reputation and
  * verification state move. Passing canaries raise reputation a little; failing one drops it
  * sharply and puts the node back on probation. Earnings held while on probation are released
  * when it is verified and reversed when it fails (pending-earnings.ts, through the hooks).
  */
 import { sql } from 'kysely'
-import type { Db } from '../../db/database.ts'
+import type { UnitOfWork, WriteTarget } from '../records/unit-of-work.ts'
+import { withUnitOfWork } from '../records/unit-of-work.ts'
 import { nowDate } from '../../tools/dates.ts'
 import { newRecordId } from '../../tools/ids.ts'
 import { addEvidence, fade, judge, NO_EVIDENCE, type Evidence, type Verdict } from './judge.ts'
@@ -25,25 +26,20 @@ export interface CanaryRecord {
   idsMatch: boolean | null
 }
 
-/**
- * Hooks run inside the verdict's transaction (the ledger side of verification); they answer the
- * users whose balances they changed, so their screens can be told after the commit.
- */
+/** Hooks run inside the verdict's unit of work (the ledger side of verification). */
 export interface VerdictHooks {
-  onGraduated?(trx: Db, nodeId: string): Promise<string[] | void>
-  onFailed?(trx: Db, nodeId: string, reason: string): Promise<string[] | void>
+  onGraduated?(uow: UnitOfWork, nodeId: string): Promise<void>
+  onFailed?(uow: UnitOfWork, nodeId: string, reason: string): Promise<void>
 }
 
-/** A verdict and the users whose balances it changed (pending earnings paid or reversed). */
-export type AppliedVerdict = Verdict & { balancesChanged: string[] }
-
 export async function applyCanary(
-  db: Db,
+  target: WriteTarget,
   canary: CanaryRecord,
   thresholds: Thresholds,
   hooks: VerdictHooks = {},
-): Promise<AppliedVerdict> {
-  return db.transaction().execute(async (trx) => {
+): Promise<Verdict> {
+  return withUnitOfWork(target, async (uow) => {
+    const trx = uow.trx
     const row = await trx
       .selectFrom('_verification_evidence')
       .selectAll()
@@ -110,18 +106,18 @@ export async function applyCanary(
       })
       .execute()
     if (verdict.outcome === 'fail') {
-      await trx
-        .updateTable('nodes')
-        .set({
-          canaries_failed: sql`canaries_failed + 1`,
-          reputation_score: sql`CASE WHEN reputation_score - ${CANARY_FAIL_LOSS} < 0 THEN 0 ELSE reputation_score - ${CANARY_FAIL_LOSS} END`,
-          verification: 'probation',
-          updated: now,
-        })
-        .where('id', '=', canary.nodeId)
-        .execute()
-      const changed = await hooks.onFailed?.(trx, canary.nodeId, verdict.reason)
-      return { ...verdict, balancesChanged: changed ?? [] }
+      await uow.update('nodes', (q) =>
+        q
+          .set({
+            canaries_failed: sql`canaries_failed + 1`,
+            reputation_score: sql`CASE WHEN reputation_score - ${CANARY_FAIL_LOSS} < 0 THEN 0 ELSE reputation_score - ${CANARY_FAIL_LOSS} END`,
+            verification: 'probation',
+            updated: now,
+          })
+          .where('id', '=', canary.nodeId),
+      )
+      await hooks.onFailed?.(uow, canary.nodeId, verdict.reason)
+      return verdict
     }
     const node = await trx
       .selectFrom('nodes')
@@ -129,17 +125,17 @@ export async function applyCanary(
       .where('id', '=', canary.nodeId)
       .executeTakeFirst()
     const graduates = verdict.graduated && node?.verification === 'probation'
-    await trx
-      .updateTable('nodes')
-      .set({
-        canaries_passed: sql`canaries_passed + 1`,
-        reputation_score: sql`CASE WHEN reputation_score + ${CANARY_PASS_GAIN} > 10 THEN 10 ELSE reputation_score + ${CANARY_PASS_GAIN} END`,
-        ...(graduates ? { verification: 'verified' } : {}),
-        updated: now,
-      })
-      .where('id', '=', canary.nodeId)
-      .execute()
-    const changed = graduates ? await hooks.onGraduated?.(trx, canary.nodeId) : []
-    return { ...verdict, balancesChanged: changed ?? [] }
+    await uow.update('nodes', (q) =>
+      q
+        .set({
+          canaries_passed: sql`canaries_passed + 1`,
+          reputation_score: sql`CASE WHEN reputation_score + ${CANARY_PASS_GAIN} > 10 THEN 10 ELSE reputation_score + ${CANARY_PASS_GAIN} END`,
+          ...(graduates ? { verification: 'verified' } : {}),
+          updated: now,
+        })
+        .where('id', '=', canary.nodeId),
+    )
+    if (graduates) await hooks.onGraduated?.(uow, canary.nodeId)
+    return verdict
   })
 }
