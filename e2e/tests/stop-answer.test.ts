@@ -82,6 +82,9 @@ describe('Stop during a streamed answer', () => {
       owner.token,
     )
     await openAs(page, server, owner, `/chat?c=${conversation.id}`)
+    // The partial text exists only as live events (it is not stored until the answer ends), and
+    // the held answer sends no more after its first pieces: send once the page listens.
+    await page.locator('section[aria-label="Chat"][data-realtime="live"]').waitFor()
     const db = server.core.database.db
     const balanceRow = () =>
       db

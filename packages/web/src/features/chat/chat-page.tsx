@@ -168,7 +168,12 @@ export default function ChatPage() {
         onDelete={deleteConversation}
         onClose={closeSidebar}
       />
-      <section className="flex min-w-0 flex-1 flex-col" aria-label="Chat">
+      {/* data-realtime: whether the open conversation's updates arrive live (tests wait for it). */}
+      <section
+        className="flex min-w-0 flex-1 flex-col"
+        aria-label="Chat"
+        data-realtime={conversationId ? live : undefined}
+      >
         <ChatHeader
           sidebarToggle={
             <button
