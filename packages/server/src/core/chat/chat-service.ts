@@ -27,6 +27,7 @@ import { buildPrompt, type Turn } from './build-prompt.ts'
 import { quoteMessage, type QuoteAnswer } from './chat-quote.ts'
 import { conversationHistory, exactError, ownConversation, ownRequest } from './chat-records.ts'
 import { touchConversation } from './conversation-activity.ts'
+import { cachedConfig } from './sampling-defaults.ts'
 import { stopRequest } from './stop-request.ts'
 
 /** Spec section 9: a request's context_length. */
@@ -77,6 +78,8 @@ const sendSchema = z.object({
 })
 
 export class ChatService {
+  private config = cachedConfig(() => this.core.database.db)
+
   constructor(
     private core: CoreApp,
     private scheduler: Scheduler,
@@ -453,11 +456,7 @@ export class ChatService {
 
   /** The config's sampling defaults, with the caller's temperature when it sent one. */
   async sampling(temperature: number | null): Promise<Omit<Sampling, 'max_tokens'>> {
-    const config = await this.core.database.db
-      .selectFrom('config')
-      .selectAll()
-      .limit(1)
-      .executeTakeFirst()
+    const config = await this.config()
     const num = (key: string, fallback: number) =>
       config && Number.isFinite(Number(config[key])) ? Number(config[key]) : fallback
     return {
