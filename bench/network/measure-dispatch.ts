@@ -33,6 +33,10 @@ export async function measureDispatch(
   sims: SimulatedNodes,
   sends: number,
   concurrency: number,
+  /** Sends of the one-at-a-time phase. */
+  sequentialSends: number,
+  /** The in-flight senders start spread over this many ms (0: all at once). */
+  staggerMs: number,
   /** The coordinator's CPU time so far, seconds. */
   coordinatorCpu: () => number,
 ): Promise<DispatchFigures> {
@@ -45,7 +49,7 @@ export async function measureDispatch(
   })
   // Conversations exist beforehand: only the send is timed.
   const conversations: string[] = []
-  for (let i = 0; i < sends * 2; i++) {
+  for (let i = 0; i < sequentialSends + sends; i++) {
     const c = (await api(
       url,
       '/api/collections/conversations/records',
@@ -69,18 +73,19 @@ export async function measureDispatch(
   }
   try {
     const sequential: DispatchSample[] = []
-    for (let i = 0; i < sends; i++) sequential.push(await sendOne(conversations[i]))
+    for (let i = 0; i < sequentialSends; i++) sequential.push(await sendOne(conversations[i]))
 
     // The client's connections are open before the phase starts, so the phase times sends, not
     // TCP connection set-up (on this shared machine a new connection is now and then refused and
     // tried again a second or more later: Tcp:AttemptFails in /proc/net/snmp).
     await Promise.all(Array.from({ length: concurrency }, () => fetch(url + '/api/health')))
     const concurrent: DispatchSample[] = []
-    const queue = conversations.slice(sends)
+    const queue = conversations.slice(sequentialSends)
     const start = performance.now()
     const cpuBefore = coordinatorCpu()
     await Promise.all(
-      Array.from({ length: concurrency }, async () => {
+      Array.from({ length: concurrency }, async (_, i) => {
+        if (staggerMs > 0) await new Promise((r) => setTimeout(r, (i * staggerMs) / concurrency))
         for (let c = queue.shift(); c; c = queue.shift()) concurrent.push(await sendOne(c))
       }),
     )

@@ -13,7 +13,11 @@
  *   send at a time and 16 in flight, and completed requests per second
  * Direct, web and `/v1` generations alternate, so machine noise hits them alike.
  * Run: npm run bench:network   (env: RUNS=10, DISPATCHES=200, SIM_NODES=50, CONCURRENCY=16;
- * RUNS=0 measures dispatch only; CPU_PROF=<dir> writes the coordinator's CPU profile there)
+ * RUNS=0 measures dispatch only; CPU_PROF=<dir> writes the coordinator's CPU profile there;
+ * ANSWER_MS=2000 makes each simulated node take about that long (half to one and a half times)
+ * to finish an answer, and the senders start spread over that time, so that CONCURRENCY sends
+ * are in flight because answers take time, as on a real network, rather than because the
+ * coordinator is saturated; SIM_NODES must then be at least CONCURRENCY)
  */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { loadavg, tmpdir } from 'node:os'
@@ -29,6 +33,9 @@ const runs = Number(process.env.RUNS ?? 10)
 const dispatches = Number(process.env.DISPATCHES ?? 200)
 const simNodes = Number(process.env.SIM_NODES ?? 50)
 const concurrency = Number(process.env.CONCURRENCY ?? 16)
+const answerMs = Number(process.env.ANSWER_MS ?? 0)
+// With long answers, one send at a time takes answerMs each: a few are enough.
+const sequentialSends = Math.min(dispatches, answerMs > 0 ? 20 : dispatches)
 const coordinator = await startCoordinator(
   18190 + Math.floor(Math.random() * 500),
   {
@@ -64,9 +71,18 @@ try {
       coordinatorPid: coordinator.child.pid!,
     })
   const user = await signUp(url, 'dispatcher')
-  const sims = await startSimulatedNodes(url, owner.token, tiny, simNodes)
-  const dispatch = await measureDispatch(url, user, tiny, sims, dispatches, concurrency, () =>
-    cpuSeconds(coordinator.child.pid!),
+  const sims = await startSimulatedNodes(url, owner.token, tiny, simNodes, answerMs)
+  const dispatch = await measureDispatch(
+    url,
+    user,
+    tiny,
+    sims,
+    dispatches,
+    concurrency,
+    sequentialSends,
+    // Senders start spread over one answer's length: a network's sends do not all arrive at once.
+    answerMs,
+    () => cpuSeconds(coordinator.child.pid!),
   )
   await sims.stop()
 
@@ -74,7 +90,7 @@ try {
   const phase = (label: string, xs: DispatchSample[]) => {
     const k = (key: keyof DispatchSample) => xs.map((x) => x[key])
     console.log(
-      `dispatch, ${simNodes} nodes, ${label}: job_offer p50 ${p(k('offered'), 50)} ms p99 ` +
+      `dispatch, ${simNodes} nodes${answerMs ? `, answers of ${answerMs / 2}-${(answerMs * 3) / 2} ms` : ''}, ${label}: job_offer p50 ${p(k('offered'), 50)} ms p99 ` +
         `${p(k('offered'), 99)} ms (send answered p50 ${p(k('answered'), 50)} ms p99 ` +
         `${p(k('answered'), 99)} ms; completed p50 ${p(k('completed'), 50)} ms)`,
     )

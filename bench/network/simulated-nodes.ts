@@ -1,6 +1,8 @@
 /**
  * @module Simulated nodes for the dispatch benchmark: linked through the real flow, connected over
- * the real WebSocket, serving one model, answering each offer at once with a one-token job.
+ * the real WebSocket, serving one model, answering each offer with a one-token job: at once, or
+ * after about `answerMs` (a streamed answer's length, so that many sends are in flight while the
+ * coordinator is not saturated).
  */
 import WebSocket from 'ws'
 import {
@@ -22,6 +24,7 @@ export async function startSimulatedNodes(
   token: string,
   modelId: string,
   count: number,
+  answerMs = 0,
 ): Promise<SimulatedNodes> {
   const offers = new Map<string, number>()
   const changes = new Changes()
@@ -52,13 +55,17 @@ export async function startSimulatedNodes(
         changes.notify()
         send({ type: 'job_accepted', job_id: frame.job_id })
         send({ type: 'job_chunk', job_id: frame.job_id, text: 'ok' })
-        send({
-          type: 'job_done',
-          job_id: frame.job_id,
-          tokens_input: 1,
-          tokens_output: 1,
-          processing_time_ms: 1,
-        })
+        const done = () =>
+          send({
+            type: 'job_done',
+            job_id: frame.job_id,
+            tokens_input: 1,
+            tokens_output: 1,
+            processing_time_ms: Math.max(1, answerMs),
+          })
+        // Answers vary in length (half to one and a half times answerMs), as real ones do.
+        if (answerMs > 0) setTimeout(done, answerMs * (0.5 + Math.random()))
+        else done()
       }
     })
     await new Promise<void>((resolve, reject) => {

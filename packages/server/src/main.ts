@@ -23,6 +23,12 @@ log.info(
   `Meshwork coordinator listening on http://localhost:${server.port} (${db}, bus: ${server.core.bus.kind})`,
 )
 
+// The first send to each model must not wait for its tokenizer to load.
+server.network.metering
+  .warmUp()
+  .then((n) => log.info(`Tokenizers loaded for ${n} models`))
+  .catch((err: unknown) => log.warn({ err }, 'loading the tokenizers ahead failed'))
+
 let localNode: LocalNode | null = null
 if (config.localNode) {
   try {

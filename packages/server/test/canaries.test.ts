@@ -28,6 +28,8 @@ import {
   type Vocabulary,
 } from './support/dishonest-engines.ts'
 import { setTrusted } from '../src/cli/node-trust.ts'
+import { requireCollection } from '../src/core/collections/registry.ts'
+import { server as superuser } from '../src/core/records/caller.ts'
 import type { CanaryOutcome } from '../src/core/verification/canaries.ts'
 import { madeUpStories } from '../../../bench/verification/made-up-stories.ts'
 import { modelMirror as mirror } from '@meshwork/test-kit'
@@ -171,13 +173,10 @@ describe.each(dialects)('[%s] canary verification with llama.cpp', (dialect) => 
     return { user, cost, requestId: String(done.id) }
   }
 
-  /** Takes the node out of user traffic once its test is over (it stays connected). */
+  /** Takes the node out of user traffic once its test is over (it stays connected): a write
+   * with its record event, as its owner's would be, so the scheduler sees it at once. */
   const retire = (nodeId: string) =>
-    server.core.database.db
-      .updateTable('nodes')
-      .set({ is_active: 0 })
-      .where('id', '=', nodeId)
-      .execute()
+    server.core.records.update(superuser, requireCollection('nodes'), nodeId, { is_active: false })
 
   const node = (id: string) =>
     server.core.database.db

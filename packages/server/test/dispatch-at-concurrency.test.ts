@@ -46,7 +46,7 @@ describe.each(dialects)('[%s] dispatch with many requests waiting', (dialect) =>
     await server?.stop()
   })
 
-  it('a scheduler pass reads the nodes serving a model once, not once per waiting request', async () => {
+  it('a scheduler pass reads the nodes serving a model at most once, not once per waiting request', async () => {
     const { node } = await servingNode(server, model)
     node.script = 'hang' // takes the first job and keeps its only slot
     const user = await signUp(server, 'sender')
@@ -74,9 +74,10 @@ describe.each(dialects)('[%s] dispatch with many requests waiting', (dialect) =>
     } finally {
       restore()
     }
-    expect(scheduler.queued).toBe(6)
-    expect(reads.count).toBe(1)
     node.kill()
+    expect(scheduler.queued).toBe(6)
+    // Once, or not at all while the scheduler holds them (scheduler/candidate-cache.ts).
+    expect(reads.count).toBeLessThanOrEqual(1)
   })
 
   it('an offer reads back neither its job row nor the request the send stored', async () => {

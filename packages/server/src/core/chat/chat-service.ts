@@ -443,12 +443,8 @@ export class ChatService {
       .where('id', '=', modelId)
       .executeTakeFirst()
     if (!model) throw new ApiError(400, unavailableMessage(modelId))
-    const live = await db
-      .selectFrom('available_models')
-      .select('node_count')
-      .where('id', '=', modelId)
-      .executeTakeFirst()
-    if (!Number(model.is_active) || !live || Number(live.node_count) < 1) {
+    // The count `available_models` shows, from the scheduler's nodes in memory.
+    if (!Number(model.is_active) || (await this.scheduler.onlineNodes(modelId)) < 1) {
       throw exactError(400, unavailableMessage(String(model.display_name || model.name)))
     }
     return Number(model.credit_multiplier ?? 0)

@@ -6,8 +6,6 @@
  * a small share of the traffic: they are chosen first only with probability `probationShare`
  * (or when no verified node is free).
  */
-import type { Db } from '../../db/database.ts'
-import { nowDate } from '../../tools/dates.ts'
 import type { NodeHandle, NodeRegistry } from '../nodes/node-registry.ts'
 
 export interface NodeChoice {
@@ -42,32 +40,6 @@ export interface CandidateRow {
   reputation: number
   speed: number
   probation: boolean
-}
-
-/** The active, unbenched nodes serving `modelId`: one query for however many requests wait. */
-export async function loadCandidates(db: Db, modelId: string): Promise<CandidateRow[]> {
-  const rows = await db
-    .selectFrom('node_models as nm')
-    .innerJoin('nodes as n', 'n.id', 'nm.node')
-    .select([
-      'n.id as id',
-      'n.user as owner',
-      'n.reputation_score as reputation',
-      'n.verification as verification',
-      'nm.measured_tokens_per_second as speed',
-    ])
-    .where('nm.model', '=', modelId)
-    .where('nm.is_serving', '=', 1)
-    .where('n.is_active', '=', 1)
-    .where('n.benched_until', '<', nowDate())
-    .execute()
-  return rows.map((r) => ({
-    id: String(r.id),
-    owner: String(r.owner),
-    reputation: Number(r.reputation),
-    speed: Number(r.speed),
-    probation: r.verification === 'probation',
-  }))
 }
 
 /** The best connected node with a free slot among `rows`, by the live sessions in `registry`. */

@@ -14,7 +14,8 @@ import { AnswerMeter } from '../metering/answer-meter.ts'
 import type { FailureKind, NodeHealth } from '../nodes/node-health.ts'
 import type { NodeRegistry, RegistryListener } from '../nodes/node-registry.ts'
 import { CoalescedPublisher } from './coalesced-publisher.ts'
-import { chooseNode, loadCandidates, type CandidateRow, type NodeChoice } from './pick-node.ts'
+import { CandidateCache } from './candidate-cache.ts'
+import { chooseNode, type CandidateRow, type NodeChoice } from './pick-node.ts'
 import { expectedJobSpeed, jobDeadlineMs } from './job-deadline.ts'
 import { background } from '../../tools/background.ts'
 import { failAndPublish as failOnce } from './request-writes.ts'
@@ -62,6 +63,8 @@ export class Scheduler implements RegistryListener {
   handOff: ((work: WorkItem) => void) | null = null
   /** Database writes still running (settlements, failures): a drained process waits for them. */
   private writes = new Set<Promise<void>>()
+  /** The nodes serving each model, kept between passes. */
+  private candidates: CandidateCache
 
   constructor(
     private core: CoreApp,
@@ -70,6 +73,7 @@ export class Scheduler implements RegistryListener {
     private options: SchedulerOptions,
   ) {
     registry.listener = this
+    this.candidates = new CandidateCache(() => core.database.db, core.events, core.bus)
     this.timer = setInterval(() => this.checkStalls(), 500)
     this.timer.unref()
   }
@@ -270,8 +274,14 @@ export class Scheduler implements RegistryListener {
     while (this.writes.size) await Promise.allSettled([...this.writes])
   }
 
+  /** How many active nodes serve the model and are online or busy (a send's availability). */
+  onlineNodes(modelId: string): Promise<number> {
+    return this.candidates.onlineCount(modelId)
+  }
+
   close(): void {
     this.closed = true
+    this.candidates.close()
     closedCores.add(this.core)
     clearInterval(this.timer)
     if (this.retryTimer) clearTimeout(this.retryTimer)
@@ -354,7 +364,7 @@ export class Scheduler implements RegistryListener {
     }
     let rows = candidates.get(work.modelId)
     if (!rows) {
-      rows = loadCandidates(this.core.database.db, work.modelId)
+      rows = this.candidates.candidates(work.modelId)
       candidates.set(work.modelId, rows)
       // A failed read is tried again by the next request of the pass, not shared by all of them.
       rows.catch(() => candidates.delete(work.modelId))
