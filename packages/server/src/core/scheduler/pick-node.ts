@@ -29,7 +29,8 @@ export interface PickOptions {
   random: () => number
 }
 
-interface Candidate extends CandidateRow {
+interface Candidate {
+  row: CandidateRow
   session: NodeHandle
 }
 
@@ -42,33 +43,42 @@ export interface CandidateRow {
   probation: boolean
 }
 
-/** The best connected node with a free slot among `rows`, by the live sessions in `registry`. */
+/** The best connected node with a free slot among `rows`, by the live sessions in `registry`.
+ * One pass, no copies: it runs for every waiting request over every node serving its model. */
 export function chooseNode(
   rows: CandidateRow[],
   registry: NodeRegistry,
   options: PickOptions,
 ): NodeChoice {
-  const eligible = rows
-    .map((r) => ({ ...r, session: registry.get(r.id) }))
-    .filter(
-      (c): c is Candidate =>
-        Boolean(c.session?.open && c.session.helloed) &&
-        !options.excludeNodes.has(c.session!.nodeId) &&
-        !options.excludeOwners.has(c.owner),
-    )
-  const free = eligible.filter((c) => c.session.freeSlots > 0)
-  free.sort(
-    (a, b) =>
-      b.reputation - a.reputation || b.speed - a.speed || a.session.jobs.size - b.session.jobs.size,
-  )
-  const established = free.filter((c) => !c.probation)
-  const onProbation = free.filter((c) => c.probation)
-  const preferProbation = onProbation.length > 0 && options.random() < options.probationShare
-  const choice = (preferProbation ? onProbation[0] : established[0]) ?? free[0]
+  let anyEligible = false
+  let established: Candidate | null = null
+  let onProbation: Candidate | null = null
+  for (const row of rows) {
+    const session = registry.get(row.id)
+    if (!session?.open || !session.helloed) continue
+    if (options.excludeNodes.has(session.nodeId) || options.excludeOwners.has(row.owner)) continue
+    anyEligible = true
+    if (session.freeSlots <= 0) continue
+    const candidate = { row, session }
+    if (row.probation) {
+      if (!onProbation || better(candidate, onProbation)) onProbation = candidate
+    } else if (!established || better(candidate, established)) established = candidate
+  }
+  const preferProbation = onProbation !== null && options.random() < options.probationShare
+  const choice = (preferProbation ? onProbation : established) ?? onProbation
   return {
     node: choice?.session ?? null,
-    owner: choice?.owner ?? '',
-    speed: choice?.speed ?? 0,
-    anyEligible: eligible.length > 0,
+    owner: choice?.row.owner ?? '',
+    speed: choice?.row.speed ?? 0,
+    anyEligible,
   }
+}
+
+/** Best reputation first, then the measured speed, then the least loaded; the first seen on a tie. */
+function better(a: Candidate, b: Candidate): boolean {
+  return (
+    (a.row.reputation - b.row.reputation ||
+      a.row.speed - b.row.speed ||
+      b.session.jobs.size - a.session.jobs.size) > 0
+  )
 }
