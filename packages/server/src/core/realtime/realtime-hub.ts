@@ -2,12 +2,16 @@
  * @module The realtime hub of one process: its connected clients, their subscriptions (indexed by
  * collection, record and required field values), and the fan-out of record events to every
  * subscriber allowed to see them. Transport-free: the HTTP layer gives each client a `send`
- * function. What matches from memory is sent at once; what needs the database (relation paths,
- * expand) waits in the client's own queue, in order. All of a subscriber owner's work is charged
- * to its cost budget, so one user's thousands of filters cannot delay anyone else's events.
+ * function taking framed bytes. Clients with the same caller and the same subscriptions on a
+ * collection share one view of it: an event is matched, checked and serialised once per view,
+ * and each member stream gets the view's bytes, so per-stream work is appending a Buffer. What
+ * matches from memory is sent at once; what needs the database (relation paths, expand) waits in
+ * each client's own queue, in order. Matching work is charged to the view owner's cost budget
+ * once per view, so one user's thousands of filters cannot delay anyone else's events.
  */
 import type { Database } from '../../db/database.ts'
 import type { Caller } from '../records/caller.ts'
+import type { Row } from '../records/serialize.ts'
 import { randomString } from '../../tools/ids.ts'
 import { CostBudget, defaultCostBudget, type CostBudgetOptions } from './cost-budget.ts'
 import {
@@ -27,13 +31,30 @@ export interface RealtimeClient {
   address: string
   caller: Caller | null
   subscriptions: Map<string, Subscription>
-  send(event: string, data: string): void
+  /** Writes SSE messages framed by `frame` (without the `id:` line, which the transport adds). */
+  send(frames: readonly Buffer[]): void
+}
+
+/** One SSE message without its id line: `event:<name>\ndata:<data>\n\n`. */
+export function frame(event: string, data: string): Buffer {
+  return Buffer.from(`event:${event}\ndata:${data}\n\n`)
+}
+
+/** The clients with one caller and one set of subscriptions on one collection. */
+interface View {
+  key: string
+  collection: string
+  caller: Caller
+  /** Whose budget the view's matching uses. */
+  owner: string
+  topic: TopicIndex
+  /** Where the hub's index holds this view (to take it out again). */
+  indexed: Array<IndexKey | undefined>
+  members: Set<Connected>
 }
 
 interface Connected extends RealtimeClient {
-  topics: Map<string, TopicIndex>
-  /** Where the hub's index holds this client (to take it out again). */
-  indexed: Array<{ collection: string; key: IndexKey | undefined }>
+  views: View[]
   /** Deliveries waiting for the database, run one after another to keep the client's order. */
   chain: Promise<void>
   backlog: number
@@ -50,7 +71,8 @@ export interface HubOptions {
 
 export class RealtimeHub {
   private clients = new Map<string, Connected>()
-  private index = new ClientIndex<Connected>()
+  private views = new Map<string, View>()
+  private index = new ClientIndex<View>()
   private budget: CostBudget
   private queryCostMs: number
   private maxBacklog: number
@@ -87,8 +109,7 @@ export class RealtimeHub {
       caller: null,
       subscriptions: new Map(),
       send,
-      topics: new Map(),
-      indexed: [],
+      views: [],
       chain: Promise.resolve(),
       backlog: 0,
       closed: false,
@@ -101,7 +122,7 @@ export class RealtimeHub {
     const client = this.clients.get(id)
     if (!client) return
     client.closed = true
-    this.unindex(client)
+    this.leaveViews(client)
     this.clients.delete(id)
   }
 
@@ -109,50 +130,93 @@ export class RealtimeHub {
   setSubscriptions(id: string, caller: Caller, keys: string[]): void {
     const client = this.clients.get(id)
     if (!client) return
-    this.unindex(client)
+    this.leaveViews(client)
     client.caller = caller
     client.subscriptions.clear()
+    const byCollection = new Map<string, Subscription[]>()
     for (const key of keys) {
-      if (!key || client.subscriptions.has(key)) continue
+      // A name with a line break could not be an SSE event name: such a key never gets events.
+      if (!key || client.subscriptions.has(key) || /[\r\n]/.test(key)) continue
       const sub = parseSubscription(key)
       if (!sub) continue
       client.subscriptions.set(key, sub)
-      let topic = client.topics.get(sub.collection.name)
-      if (!topic) client.topics.set(sub.collection.name, (topic = new TopicIndex()))
-      topic.add(sub)
-      const where = { collection: sub.collection.name, key: indexKey(sub, caller) }
-      this.index.add(where.collection, client, where.key)
-      client.indexed.push(where)
+      const list = byCollection.get(sub.collection.name)
+      if (list) list.push(sub)
+      else byCollection.set(sub.collection.name, [sub])
+    }
+    const owner = ownerOf(client)
+    for (const [collection, subs] of byCollection) {
+      const key = [owner, callerKey(caller), collection, ...subs.map((s) => s.key).sort()].join(
+        '\u0000',
+      )
+      let view = this.views.get(key)
+      if (!view) {
+        view = {
+          key,
+          collection,
+          caller,
+          owner,
+          topic: new TopicIndex(),
+          indexed: [],
+          members: new Set(),
+        }
+        for (const sub of subs) {
+          view.topic.add(sub)
+          const where = indexKey(sub, caller)
+          this.index.add(collection, view, where)
+          view.indexed.push(where)
+        }
+        this.views.set(key, view)
+      }
+      view.members.add(client)
+      client.views.push(view)
     }
   }
 
   /** Delivers one record event to every matching, permitted subscription. */
   publish(event: RealtimeEvent): Promise<void> {
     if (!this.index.has(event.collection.name)) return Promise.resolve()
-    const clients = this.index.candidates(event.collection.name, event.row)
+    const views = this.index.candidates(event.collection.name, event.row)
     const match = new EventMatch(this.database, event, this.checks)
+    /** Framed messages of this event, shared by views that send the same name and data. */
+    const framed = new Map<string, Map<string, Buffer>>()
     const waiting: Promise<void>[] = []
-    for (const client of clients) {
-      const caller = client.caller
-      const candidates = caller && client.topics.get(event.collection.name)?.candidates(event.row)
-      if (!caller || !candidates?.length) continue
-      const owner = ownerOf(client)
-      if (!this.budget.allows(owner) || client.backlog >= this.maxBacklog) {
-        this.dropped++
+    for (const view of views) {
+      const candidates = view.topic.candidates(event.row)
+      if (!candidates.length) continue
+      if (!this.budget.allows(view.owner)) {
+        this.dropped += view.members.size
         continue
       }
+      const { caller, owner } = view
       const started = performance.now()
       const verdicts = candidates.map((sub) => match.quick(caller, sub))
-      if (client.backlog === 0 && !verdicts.includes('later')) {
+      let frames: Buffer[] | null = null
+      if (!verdicts.includes('later')) {
+        frames = []
         const tally = { queries: 0 }
-        candidates.forEach((sub, i) => {
-          if (verdicts[i] === 'yes')
-            client.send(sub.key, match.payload(caller, sub, tally) as string)
-        })
-      } else {
-        waiting.push(this.later(client, caller, candidates, verdicts, match, owner))
+        for (let i = 0; i < candidates.length; i++) {
+          if (verdicts[i] !== 'yes') continue
+          const sub = candidates[i]
+          const data = match.payload(caller, sub, tally) as string
+          let byName = framed.get(data)
+          if (!byName) framed.set(data, (byName = new Map()))
+          let bytes = byName.get(sub.key)
+          if (!bytes) byName.set(sub.key, (bytes = frame(sub.key, data)))
+          frames.push(bytes)
+        }
       }
       this.budget.charge(owner, performance.now() - started)
+      // Per member stream: append the view's bytes (or queue behind its database work).
+      for (const client of view.members) {
+        if (client.backlog >= this.maxBacklog) {
+          this.dropped++
+        } else if (frames && client.backlog === 0) {
+          if (frames.length) client.send(frames)
+        } else {
+          waiting.push(this.later(client, caller, candidates, verdicts, match, owner))
+        }
+      }
     }
     return waiting.length ? Promise.all(waiting).then(() => undefined) : Promise.resolve()
   }
@@ -178,7 +242,7 @@ export class RealtimeHub {
         try {
           if (verdicts[i] === 'later' && !(await match.matches(caller, subs[i], tally))) continue
           const payload = await match.payload(caller, subs[i], tally)
-          if (!client.closed) client.send(subs[i].key, payload)
+          if (!client.closed) client.send([frame(subs[i].key, payload)])
         } catch {
           // One subscriber's failing check must not stop delivery to the others.
         } finally {
@@ -194,14 +258,33 @@ export class RealtimeHub {
     return client.chain
   }
 
-  private unindex(client: Connected) {
-    for (const { collection, key } of client.indexed) this.index.remove(collection, client, key)
-    client.indexed = []
-    client.topics.clear()
+  private leaveViews(client: Connected) {
+    for (const view of client.views) {
+      view.members.delete(client)
+      if (view.members.size) continue
+      for (const where of view.indexed) this.index.remove(view.collection, view, where)
+      this.views.delete(view.key)
+    }
+    client.views = []
   }
 }
 
 /** Whose budget a client's deliveries use: its user's, or for a guest its address's. */
 function ownerOf(client: RealtimeClient): string {
   return client.caller?.auth ? `u:${client.caller.auth.id}` : `a:${client.address}`
+}
+
+const authSerials = new WeakMap<Row, number>()
+let lastSerial = 0
+
+/**
+ * Who a caller is, for sharing a view: a superuser, a guest, or one signed-in user's record as
+ * read when the subscription was set (the same row object: rules see the same fields).
+ */
+function callerKey(caller: Caller): string {
+  if (caller.superuser) return '\u0001'
+  if (!caller.auth) return ''
+  let serial = authSerials.get(caller.auth)
+  if (serial === undefined) authSerials.set(caller.auth, (serial = ++lastSerial))
+  return `${String(caller.auth.id)}#${serial}`
 }
