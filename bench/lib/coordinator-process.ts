@@ -16,6 +16,8 @@ const mainTs =
 export interface CoordinatorProcess {
   url: string
   child: ChildProcess
+  /** Its data directory (the SQLite file is meshwork.db inside). */
+  dataDir: string
   stop(): Promise<void>
 }
 
@@ -52,6 +54,7 @@ export async function startCoordinator(
   return {
     url,
     child,
+    dataDir,
     async stop() {
       child.kill('SIGTERM')
       await new Promise((r) => child.once('exit', r))

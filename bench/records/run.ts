@@ -3,12 +3,17 @@
  * - list: the chat sidebar's filtered, sorted 50-item page of conversations (rule + filter + sort), req/s
  * - create: conversation creation, req/s
  * - realtime: 1,000 concurrent SSE subscribers, events delivered per second and delivery latency
+ * - ceiling: the owner-ruled list (with totals, with skipTotal) and getOne against a bare
+ *   node:http + better-sqlite3 server on the same database file (bare-records.ts, its own
+ *   process) answering the same JSON, measured alternately at 10 and 100 connections: the
+ *   coordinator's share of that ceiling (goal >= 0.7)
  * Each figure is the median of several runs; the coordinator runs in its own process.
- * Run: npm run bench:records   (env: RUNS=3, DURATION=5, SUBSCRIBERS=1000, PARTS=list,create,realtime,
- * CLIENT_PROCS=min(4, cores), CPU_PROF=<dir> for a profile of the coordinator)
+ * Run: npm run bench:records   (env: RUNS=3, DURATION=5, SUBSCRIBERS=1000, PARTS=list,create,realtime,ceiling,
+ * CEILING_PER_PAGE=20, CLIENT_PROCS=min(4, cores), CPU_PROF=<dir> for a profile of the coordinator)
  */
 import autocannon from 'autocannon'
-import { fork, type ChildProcess } from 'node:child_process'
+import { fork, spawn, type ChildProcess } from 'node:child_process'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { availableParallelism } from 'node:os'
 import { cpuSeconds, median, percentile, startCoordinator } from '../lib/coordinator-process.ts'
@@ -16,8 +21,9 @@ import { cpuSeconds, median, percentile, startCoordinator } from '../lib/coordin
 const runs = Number(process.env.RUNS ?? 3)
 const duration = Number(process.env.DURATION ?? 5)
 const subscribers = Number(process.env.SUBSCRIBERS ?? 1000)
-/** Which parts to run (comma-separated): list, create, realtime. */
-const parts = new Set((process.env.PARTS ?? 'list,create,realtime').split(','))
+/** Which parts to run (comma-separated): list, create, realtime, ceiling. */
+const parts = new Set((process.env.PARTS ?? 'list,create,realtime,ceiling').split(','))
+const ceilingPerPage = Number(process.env.CEILING_PER_PAGE ?? 20)
 const clientProcs = Number(process.env.CLIENT_PROCS ?? Math.min(4, availableParallelism()))
 const events = 50
 
@@ -111,6 +117,118 @@ async function fanOut(url: string, token: string, model: string, pid: number) {
   }
 }
 
+interface CeilingFigure {
+  shape: string
+  connections: number
+  coordinator: number[]
+  bare: number[]
+}
+
+/**
+ * The coordinator against a bare node:http + better-sqlite3 server (bare-records.ts, its own
+ * process) reading the same database file: the same calls, byte-identical bodies (checked first),
+ * measured alternately (coordinator, bare, coordinator, bare, ...) with the same autocannon.
+ */
+async function measureCeiling(
+  url: string,
+  dbFile: string,
+  token: string,
+  userId: string,
+): Promise<CeilingFigure[]> {
+  const port = 18091
+  const bare = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      fileURLToPath(new URL('./bare-records.ts', import.meta.url)),
+      dbFile,
+      String(port),
+    ],
+    { stdio: ['ignore', 'ignore', 'inherit'] },
+  )
+  const bareUrl = `http://127.0.0.1:${port}`
+  try {
+    const end = Date.now() + 30_000
+    for (;;) {
+      try {
+        if ((await fetch(`${bareUrl}/api/health`)).ok) break
+      } catch {
+        if (Date.now() > end) throw new Error('the bare server did not start')
+        await new Promise((r) => setTimeout(r, 200))
+      }
+    }
+    const filter = encodeURIComponent(`user = "${userId}"`)
+    const listPath = `/api/collections/conversations/records?page=2&perPage=${ceilingPerPage}&sort=-last_message_at,-created&filter=${filter}`
+    const first = await api(url, `${listPath}&skipTotal=1`, undefined, token)
+    const shapes = [
+      { shape: `list, ${ceilingPerPage} items, with totals`, path: listPath },
+      { shape: `list, ${ceilingPerPage} items, skipTotal`, path: `${listPath}&skipTotal=1` },
+      { shape: 'getOne', path: `/api/collections/conversations/records/${first.items[0].id}` },
+    ]
+    // The same bytes from both, or the comparison means nothing.
+    for (const { shape, path } of shapes) {
+      const [a, b] = await Promise.all(
+        [url, bareUrl].map(async (base) => {
+          const res = await fetch(base + path, { headers: { Authorization: token } })
+          if (!res.ok) throw new Error(`${shape} from ${base}: ${res.status}`)
+          return res.text()
+        }),
+      )
+      if (a !== b) {
+        throw new Error(
+          `${shape}: the bare server's body differs from the coordinator's\n${a}\n${b}`,
+        )
+      }
+    }
+    const figures: CeilingFigure[] = []
+    for (const connections of [10, 100]) {
+      for (const { shape, path } of shapes) {
+        const figure: CeilingFigure = { shape, connections, coordinator: [], bare: [] }
+        for (let r = 0; r < runs; r++) {
+          for (const [side, base] of [
+            ['coordinator', url],
+            ['bare', bareUrl],
+          ] as const) {
+            const result = await load({
+              url: base + path,
+              connections,
+              duration,
+              headers: { Authorization: token },
+            })
+            if (result.non2xx || result.errors) {
+              throw new Error(
+                `${shape} on ${side}: ${result.non2xx} non-2xx, ${result.errors} errors`,
+              )
+            }
+            figure[side].push(result.requests.average)
+          }
+        }
+        console.log(
+          `  ceiling ${shape} @${connections}: coordinator ${figure.coordinator.map(Math.round).join(', ')}; bare ${figure.bare.map(Math.round).join(', ')} req/s`,
+        )
+        figures.push(figure)
+      }
+    }
+    return figures
+  } finally {
+    bare.kill()
+  }
+}
+
+function printCeiling(figures: CeilingFigure[]) {
+  const fmt = (n: number) => Math.round(n).toLocaleString('en-US')
+  console.log(
+    `  records vs a bare node:http + better-sqlite3 server on the same file (${runs} alternating runs x ${duration}s each; medians):`,
+  )
+  for (const { shape, connections, coordinator, bare } of figures) {
+    const ratio = median(coordinator) / median(bare)
+    console.log(
+      `    ${`${shape} @${connections}`.padEnd(34)} coordinator ${fmt(median(coordinator)).padStart(6)}  bare ${fmt(median(bare)).padStart(6)} req/s  ratio ${ratio.toFixed(2)}   (goal >= 0.7: ${ratio >= 0.7 ? 'met' : 'not met'})`,
+    )
+  }
+}
+
 async function main() {
   // 1,000 streams of one user from one address: the realtime limits would refuse most of them.
   const server = await startCoordinator(
@@ -138,7 +256,7 @@ async function main() {
     const models = await api(url, '/api/collections/models/records', undefined, token)
     const model: string = models.items[0].id
     // The list's data set (not needed for the realtime part alone).
-    if (parts.has('list')) {
+    if (parts.has('list') || parts.has('ceiling')) {
       for (let i = 0; i < 2000; i++) {
         await api(
           url,
@@ -194,6 +312,10 @@ async function main() {
       countedRps.push(counted.requests.average)
       console.log(`  list with totals run ${r + 1}: ${Math.round(countedRps[r])} req/s`)
     }
+    // Before the create runs, which add rows: both servers must read the same 2,000.
+    const ceiling = parts.has('ceiling')
+      ? await measureCeiling(server.url, join(server.dataDir, 'meshwork.db'), token, userId)
+      : null
     for (let r = 0; r < (parts.has('create') ? runs : 0); r++) {
       const cpu = cpuSeconds(pid)
       const create = await load({
@@ -237,6 +359,7 @@ async function main() {
         `    list ${fmt(median(listPerCpu))} req/CPU-s, create ${fmt(median(createPerCpu))} req/CPU-s`,
       )
     }
+    if (ceiling) printCeiling(ceiling)
     if (realtime) {
       const { delivered, latencies, elapsed, cpu } = realtime
       console.log(
