@@ -9,8 +9,13 @@
 import { createServer, type ServerResponse } from 'node:http'
 import { randomBytes } from 'node:crypto'
 
-const streams = new Set<ServerResponse>()
-let pending: Buffer[] = []
+interface Stream {
+  res: ServerResponse
+  id: Buffer
+  pending: Buffer[]
+  size: number
+}
+const streams = new Set<Stream>()
 
 function json(res: ServerResponse, status: number, body: unknown) {
   const text = JSON.stringify(body)
@@ -18,16 +23,41 @@ function json(res: ServerResponse, status: number, body: unknown) {
   res.end(text)
 }
 
-/** One tick's events to every stream: one chunk per stream, as the coordinator writes them. */
-function flush() {
-  const data = Buffer.concat(pending)
-  pending = []
-  for (const res of streams) {
-    const socket = res.socket
-    if (!socket || socket.destroyed) continue
-    const id = Buffer.from(`id:${(res as ServerResponse & { clientId: string }).clientId}\n`)
-    const head = Buffer.from(`${(id.length + data.length).toString(16)}\r\n`)
-    socket.write(Buffer.concat([head, id, data, Buffer.from('\r\n')]))
+/**
+ * Streams with events waiting, written as the coordinator writes them: one chunk per stream, 500
+ * streams per turn of the event loop; an event that arrives meanwhile joins the next write of the
+ * streams not written yet.
+ */
+let dirty: Stream[] = []
+let cursor = 0
+let scheduled = false
+
+function flushSlice() {
+  const end = Math.min(dirty.length, cursor + 500)
+  while (cursor < end) {
+    const stream = dirty[cursor++]
+    const socket = stream.res.socket
+    const head = Buffer.from(`${stream.size.toString(16)}\r\n`)
+    const bytes = Buffer.concat([head, ...stream.pending, Buffer.from('\r\n')])
+    stream.pending = []
+    stream.size = 0
+    if (socket && !socket.destroyed) socket.write(bytes)
+  }
+  if (cursor < dirty.length) return void setImmediate(flushSlice)
+  dirty = []
+  cursor = 0
+  scheduled = false
+}
+
+function publish(message: Buffer) {
+  for (const stream of streams) {
+    if (!stream.size) dirty.push(stream)
+    stream.pending.push(stream.id, message)
+    stream.size += stream.id.length + message.length
+  }
+  if (!scheduled) {
+    scheduled = true
+    setImmediate(flushSlice)
   }
 }
 
@@ -44,12 +74,12 @@ const server = createServer((req, res) => {
       return json(res, 200, { items: [{ id: 'model' }] })
     if (url === '/api/realtime' && req.method === 'GET') {
       const clientId = randomBytes(20).toString('hex')
-      Object.assign(res, { clientId })
       res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-store' })
       res.socket?.setNoDelay(true)
       res.write(`id:${clientId}\nevent:PB_CONNECT\ndata:{"clientId":"${clientId}"}\n\n`)
-      streams.add(res)
-      res.on('close', () => streams.delete(res))
+      const stream: Stream = { res, id: Buffer.from(`id:${clientId}\n`), pending: [], size: 0 }
+      streams.add(stream)
+      res.on('close', () => streams.delete(stream))
       return
     }
     if (url === '/api/realtime') {
@@ -67,8 +97,7 @@ const server = createServer((req, res) => {
         created: new Date().toISOString(),
         updated: new Date().toISOString(),
       }
-      if (!pending.length) setImmediate(flush)
-      pending.push(
+      publish(
         Buffer.from(
           `event:conversations/*\ndata:${JSON.stringify({ action: 'create', record })}\n\n`,
         ),
