@@ -1,16 +1,13 @@
+import type { UserBalanceRecord } from '@meshwork/protocol/records'
 import { useQuery } from '@tanstack/react-query'
 import { useAuth } from '../context/auth-context.tsx'
 import { pb } from '../lib/pb.ts'
 
-export interface Balance {
-  balance: number
-  /** Credits held for requests still running (spendable = balance - held). */
-  held: number
-  total_earned: number
-  /** Earned by the user's nodes on probation, held until they are verified. */
-  pending_earnings: number
-  total_spent: number
-}
+/** The balance figures of the user's `user_balances` record (spendable = balance - held). */
+export type Balance = Pick<
+  UserBalanceRecord,
+  'balance' | 'held' | 'total_earned' | 'pending_earnings' | 'total_spent'
+>
 
 export class NotAuthenticatedError extends Error {
   constructor() {
@@ -22,7 +19,7 @@ export class NotAuthenticatedError extends Error {
 /** Reads the signed-in user's balance record (zeros when none exists). */
 export async function fetchBalance(userId: string | undefined): Promise<Balance> {
   if (!userId) throw new NotAuthenticatedError()
-  const list = await pb.collection('user_balances').getList<Balance>(1, 1, {
+  const list = await pb.collection('user_balances').getList<UserBalanceRecord>(1, 1, {
     filter: pb.filter('user = {:user}', { user: userId }),
   })
   const record = list.items[0]

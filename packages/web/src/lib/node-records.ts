@@ -1,25 +1,22 @@
 /**
  * @module Node records as the screens use them (spec §3, §4), shared by My Nodes and Network.
+ * The records themselves are declared in `@meshwork/protocol/records`.
  */
+import type * as Records from '@meshwork/protocol/records'
+
+export type { NodeHardwareInfo } from '@meshwork/protocol/records'
 
 /** A `nodes` record, with servingModels derived from its serving node_models. */
-export interface NodeRecord {
-  id: string
-  user: string
-  device_name: string
-  status: string
-  total_requests: number
-  reputation_score: number
-  is_active: boolean
-  last_seen: string
-  servingModels: string[]
-  /** What the node reported in its hello (absent until it first connects). */
-  hardware?: NodeHardwareInfo | null
-  /** Canary verification (docs/verification.md): probation, verified or trusted. */
-  verification?: string
-  /** Credits earned on probation, held until the node is verified (its owner sees them). */
-  pending_earnings?: number
-}
+export type NodeRecord = Pick<
+  Records.NodeRecord,
+  'id' | 'user' | 'device_name' | 'total_requests' | 'reputation_score' | 'is_active' | 'last_seen'
+> &
+  Partial<Pick<Records.NodeRecord, 'hardware' | 'pending_earnings'>> & {
+    /** Kept a string: a status this client does not know shows grey. */
+    status: string
+    verification?: string
+    servingModels: string[]
+  }
 
 export type VerificationTone = 'amber' | 'green' | 'blue'
 
@@ -51,42 +48,33 @@ export function verificationDisplay(verification: string | null | undefined): {
   }
 }
 
-/** The `hardware` a node reports: memory in bytes; VRAM where its GPU backend tells. */
-export interface NodeHardwareInfo {
-  cpu_model?: string
-  cpu_cores?: number
-  memory_bytes?: number
-  gpu?: string | null
-  vram_bytes?: number | null
-}
-
 /** A `models` catalogue record. */
-export interface CatalogueModel {
-  id: string
-  name: string
-  display_name?: string
-  description?: string
-  file_size_bytes?: number
-  is_active?: boolean
-  sort_order?: number
-}
+export type CatalogueModel = Pick<Records.ModelRecord, 'id' | 'name'> &
+  Partial<
+    Pick<
+      Records.ModelRecord,
+      'display_name' | 'description' | 'file_size_bytes' | 'is_active' | 'sort_order'
+    >
+  >
 
 /** A `node_models` record with its model expanded. */
-export interface NodeModelRecord {
-  id: string
-  node: string
-  model: string
-  requested_download: boolean
-  requested_serving: boolean
-  is_downloaded: boolean
-  is_serving: boolean
-  tokens_per_second: number
-  download_progress: string
-  error_message: string
-  /** When the owner last pressed Retry (the node then tries again at once). */
-  retry_requested_at?: string
-  expand?: { model?: CatalogueModel }
-}
+export type NodeModelRecord = Pick<
+  Records.NodeModelRecord,
+  'id' | 'node' | 'model' | 'is_downloaded' | 'is_serving'
+> &
+  Required<
+    Pick<
+      Records.NodeModelRecord,
+      | 'requested_download'
+      | 'requested_serving'
+      | 'tokens_per_second'
+      | 'download_progress'
+      | 'error_message'
+    >
+  > &
+  Partial<Pick<Records.NodeModelRecord, 'retry_requested_at'>> & {
+    expand?: { model?: CatalogueModel }
+  }
 
 /** The name shown for a model: display_name, else name. */
 export function modelLabel(

@@ -1,56 +1,46 @@
-/** @module Record shapes the chat screen reads (spec §3) and the client's model view. */
+/** @module The records the chat screen reads (spec §3; declared in `@meshwork/protocol/records`)
+ * and the client's model view. */
+import type * as Records from '@meshwork/protocol/records'
 import {
   isEndedRequestStatus,
   type RequestStatus as KnownStatus,
 } from '@meshwork/protocol/request-status'
 
-export interface ConversationRecord {
-  id: string
-  user: string
-  model: string
-  title: string
-  /** The conversation's own temperature (0 to 2; spec section 1). */
-  temperature?: number
-  message_count: number
-  last_message_at: string
-  created: string
-  updated: string
-}
-
 /** The protocol's statuses (`cancelled`: stopped, its text so far kept); any other string is
  * tolerated from an older or newer server. */
 export type RequestStatus = KnownStatus | (string & {})
 
-export interface RequestRecord {
-  id: string
-  conversation: string
-  prompt: string
-  model: string
-  status: RequestStatus
-  response: string
-  tokens_input: number
-  tokens_output: number
-  error_message: string
-  can_retry: boolean
-  is_partial: boolean
-  temperature?: number
-  /** Set when a regenerated answer replaced this one (then it leaves the history). */
-  replaced_by?: string
-  /** Credits actually charged, when the server reports them. */
-  cost?: number
-  created: string
-  updated?: string
-}
+/** The fields of a `conversations` record the chat screen reads. */
+export type ConversationRecord = Pick<
+  Records.ConversationRecord,
+  'id' | 'user' | 'model' | 'title' | 'message_count' | 'last_message_at' | 'created' | 'updated'
+> &
+  Partial<Pick<Records.ConversationRecord, 'temperature'>>
 
-export interface AvailableModelRecord {
-  id: string
-  name: string
-  display_name?: string
-  description?: string
-  credit_multiplier?: number | null
-  node_count?: number | null
-  sort_order?: number
-}
+/** The fields of one of the caller's own `requests` records (so its private fields are there)
+ * the chat screen reads. */
+export type RequestRecord = Pick<
+  Records.RequestRecord,
+  'id' | 'model' | 'tokens_input' | 'tokens_output' | 'is_partial' | 'created'
+> &
+  Required<
+    Pick<
+      Records.RequestRecord,
+      'conversation' | 'prompt' | 'response' | 'error_message' | 'can_retry'
+    >
+  > &
+  Partial<Pick<Records.RequestRecord, 'temperature' | 'replaced_by' | 'cost' | 'updated'>> & {
+    status: RequestStatus
+  }
+
+/** The fields of an `available_models` record the chat screen reads. */
+export type AvailableModelRecord = Pick<Records.AvailableModelRecord, 'id' | 'name'> &
+  Partial<
+    Pick<
+      Records.AvailableModelRecord,
+      'display_name' | 'description' | 'credit_multiplier' | 'node_count' | 'sort_order'
+    >
+  >
 
 /** The client's model entry (spec §3 available_models mapping). */
 export interface ChatModel {

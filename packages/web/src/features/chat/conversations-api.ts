@@ -1,4 +1,5 @@
 /** @module The conversation list, models and config of the chat screen (spec §7), over the SDK. */
+import type { ConfigRecord, ModelRecord } from '@meshwork/protocol/records'
 import {
   queryOptions,
   useMutation,
@@ -101,7 +102,7 @@ export function useModelSizes(enabled: boolean) {
     queryFn: async () => {
       const records = await pb
         .collection('models')
-        .getFullList<{ id: string; file_size_bytes?: number }>({
+        .getFullList<Pick<ModelRecord, 'id' | 'file_size_bytes'>>({
           filter: 'is_active = true',
           sort: 'sort_order',
           fields: 'id,file_size_bytes',
@@ -133,7 +134,9 @@ export function useDefaultTemperature(): number {
     queryKey: chatKeys.config,
     staleTime: 60_000,
     queryFn: async () => {
-      const list = await pb.collection('config').getList<{ default_temperature?: number }>(1, 1)
+      const list = await pb
+        .collection('config')
+        .getList<Pick<ConfigRecord, 'default_temperature'>>(1, 1)
       return list.items[0] ?? null
     },
   })

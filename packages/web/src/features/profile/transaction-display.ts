@@ -1,20 +1,23 @@
 /** @module How a credit transaction is shown (spec §9): label, description, sign and colour. */
+import type { CreditTxRecord, ModelRecord } from '@meshwork/protocol/records'
 
-export interface TransactionRecord {
-  id: string
-  user: string
-  type: string
-  amount: number
-  request?: string
-  created: string
-  expand?: {
-    request?: {
-      id: string
-      model?: string
-      expand?: { model?: { name?: string; display_name?: string }; api_key?: { name?: string } }
+/** A `user_credit_txs` record, its request (and the request's model and key) expanded. */
+export type TransactionRecord = Pick<
+  CreditTxRecord,
+  'id' | 'user' | 'type' | 'amount' | 'created'
+> &
+  Partial<Pick<CreditTxRecord, 'request'>> & {
+    expand?: {
+      request?: {
+        id: string
+        model?: string
+        expand?: {
+          model?: Partial<Pick<ModelRecord, 'name' | 'display_name'>>
+          api_key?: { name?: string }
+        }
+      }
     }
   }
-}
 
 const LABELS: Record<string, string> = {
   credit_admin: 'Admin Credit',
