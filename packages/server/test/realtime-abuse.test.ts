@@ -219,6 +219,59 @@ describe.each(dialects)('realtime cost [%s]', (dialect) => {
     for (const stream of watching) await stream.close()
   })
 
+  it("shares one user's identical subscriptions across streams, and a stream that leaves or changes them affects no other", async () => {
+    const pb = await signUp(server, 'shared')
+    const other = await signUp(server, 'shared-other')
+    const streams: RawStream[] = []
+    for (let i = 0; i < 12; i++) {
+      const stream = await openStream(server.url)
+      streams.push(stream)
+      expect(
+        (
+          await postSubscriptions(
+            server.url,
+            stream.clientId,
+            ['conversations/*'],
+            (i < 10 ? pb : other).authStore.token,
+          )
+        ).status,
+      ).toBe(204)
+    }
+    await pb.collection('conversations').create({ model, title: 'to all ten' })
+    for (const stream of streams.slice(0, 10)) {
+      expect((await stream.waitFor(1)).map((e) => e.event)).toEqual(['conversations/*'])
+    }
+    // Three leave, two narrow their subscription with a filter: the rest still share one view.
+    for (const stream of streams.slice(0, 3)) await stream.close()
+    for (const stream of streams.slice(3, 5)) {
+      const key = filtered('conversations/*', 'title = "narrow"')
+      expect(
+        (await postSubscriptions(server.url, stream.clientId, [key], pb.authStore.token)).status,
+      ).toBe(204)
+    }
+    await pb.collection('conversations').create({ model, title: 'wide' })
+    await pb.collection('conversations').create({ model, title: 'narrow' })
+    for (const stream of streams.slice(5, 10)) {
+      const events = await stream.waitFor(3)
+      expect(events.map((e) => (e.data.record as { title: string }).title)).toEqual([
+        'to all ten',
+        'wide',
+        'narrow',
+      ])
+    }
+    for (const stream of streams.slice(3, 5)) {
+      const events = await stream.waitFor(2)
+      expect(events.map((e) => (e.data.record as { title: string }).title)).toEqual([
+        'to all ten',
+        'narrow',
+      ])
+    }
+    // The other user's streams, with the same key, saw none of it (the list rule, per caller).
+    await new Promise((r) => setTimeout(r, 150))
+    for (const stream of streams.slice(10)) expect(stream.events).toHaveLength(0)
+    await Promise.all(streams.slice(3).map((s) => s.close()))
+  })
+
   it("pays one user's thousand filters from that user's budget; another user's events all arrive", async () => {
     const hostile = await signUp(server, 'hostile')
     const normal = await signUp(server, 'normal')

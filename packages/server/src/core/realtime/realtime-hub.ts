@@ -278,13 +278,14 @@ const authSerials = new WeakMap<Row, number>()
 let lastSerial = 0
 
 /**
- * Who a caller is, for sharing a view: a superuser, a guest, or one signed-in user's record as
- * read when the subscription was set (the same row object: rules see the same fields).
+ * Who a caller is, for sharing a view: a guest, or one signed-in record (a user's or a
+ * superuser's) as read when the subscription was set: the same row object, so that rules and
+ * the payload (a user's own record shows more) see exactly the member's own caller.
  */
 function callerKey(caller: Caller): string {
-  if (caller.superuser) return '\u0001'
-  if (!caller.auth) return ''
+  const kind = caller.superuser ? 's' : 'u'
+  if (!caller.auth) return kind
   let serial = authSerials.get(caller.auth)
   if (serial === undefined) authSerials.set(caller.auth, (serial = ++lastSerial))
-  return `${String(caller.auth.id)}#${serial}`
+  return `${kind}:${String(caller.auth.id)}#${serial}`
 }
