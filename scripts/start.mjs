@@ -1,6 +1,7 @@
-// `npm start`: builds the web app and the node agent package (served at
-// /downloads/meshwork-node.tgz) when missing or older than their sources, then runs the
-// coordinator (TypeScript straight from source through tsx) on its embedded defaults.
+// `npm start`: builds the web app, the node agent package (served at
+// /downloads/meshwork-node.tgz) and the coordinator's JavaScript (packages/server/dist/main.js)
+// when missing or older than their sources, then runs the compiled coordinator on its embedded
+// defaults. Development and the tests run the TypeScript sources through tsx instead.
 import { spawnSync, spawn } from 'node:child_process'
 import { existsSync, readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
@@ -51,13 +52,31 @@ if (agentNewest > agentBuilt) {
     console.error('Could not pack the node agent; /downloads/meshwork-node.tgz is unavailable.')
 }
 
-const server = spawn(
-  process.execPath,
-  ['--import', 'tsx', join(root, 'packages/server/src/main.ts')],
-  {
-    cwd: root,
-    stdio: 'inherit',
-  },
+// The coordinator, compiled: the server with protocol and the agent (for the built-in node) in it.
+const serverBundle = join(root, 'packages/server/dist/main.js')
+const serverSources = ['server/src', 'protocol/src', 'node/src', 'server/scripts'].map((d) =>
+  join(root, 'packages', d),
 )
+const serverBuilt = existsSync(serverBundle) ? statSync(serverBundle).mtimeMs : 0
+const serverNewest = Math.max(
+  ...serverSources.filter((d) => existsSync(d)).map(newestMtime),
+  ...['server', 'protocol', 'node'].map(
+    (d) => statSync(join(root, 'packages', d, 'package.json')).mtimeMs,
+  ),
+)
+if (serverNewest > serverBuilt) {
+  console.log('Compiling the coordinator...')
+  const compile = spawnSync(
+    process.execPath,
+    [join(root, 'packages/server/scripts/build-server.mjs'), serverBundle],
+    { cwd: root, stdio: 'inherit' },
+  )
+  if (compile.status !== 0) process.exit(compile.status ?? 1)
+}
+
+const server = spawn(process.execPath, ['--enable-source-maps', serverBundle], {
+  cwd: root,
+  stdio: 'inherit',
+})
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => server.kill(signal))
 server.on('exit', (code) => process.exit(code ?? 0))
