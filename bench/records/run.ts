@@ -122,6 +122,9 @@ interface CeilingFigure {
   connections: number
   coordinator: number[]
   bare: number[]
+  /** Requests per CPU-second of each server process (robust to other load on the machine). */
+  coordinatorPerCpu: number[]
+  barePerCpu: number[]
 }
 
 /**
@@ -131,6 +134,7 @@ interface CeilingFigure {
  */
 async function measureCeiling(
   url: string,
+  pid: number,
   dbFile: string,
   token: string,
   userId: string,
@@ -184,12 +188,20 @@ async function measureCeiling(
     const figures: CeilingFigure[] = []
     for (const connections of [10, 100]) {
       for (const { shape, path } of shapes) {
-        const figure: CeilingFigure = { shape, connections, coordinator: [], bare: [] }
+        const figure: CeilingFigure = {
+          shape,
+          connections,
+          coordinator: [],
+          bare: [],
+          coordinatorPerCpu: [],
+          barePerCpu: [],
+        }
         for (let r = 0; r < runs; r++) {
-          for (const [side, base] of [
-            ['coordinator', url],
-            ['bare', bareUrl],
+          for (const [side, base, serverPid] of [
+            ['coordinator', url, pid],
+            ['bare', bareUrl, bare.pid!],
           ] as const) {
+            const cpu = cpuSeconds(serverPid)
             const result = await load({
               url: base + path,
               connections,
@@ -202,6 +214,9 @@ async function measureCeiling(
               )
             }
             figure[side].push(result.requests.average)
+            figure[side === 'bare' ? 'barePerCpu' : 'coordinatorPerCpu'].push(
+              result.requests.total / (cpuSeconds(serverPid) - cpu),
+            )
           }
         }
         console.log(
@@ -221,10 +236,14 @@ function printCeiling(figures: CeilingFigure[]) {
   console.log(
     `  records vs a bare node:http + better-sqlite3 server on the same file (${runs} alternating runs x ${duration}s each; medians):`,
   )
-  for (const { shape, connections, coordinator, bare } of figures) {
-    const ratio = median(coordinator) / median(bare)
+  for (const f of figures) {
+    const ratio = median(f.coordinator) / median(f.bare)
+    const perCpu = median(f.coordinatorPerCpu) / median(f.barePerCpu)
     console.log(
-      `    ${`${shape} @${connections}`.padEnd(34)} coordinator ${fmt(median(coordinator)).padStart(6)}  bare ${fmt(median(bare)).padStart(6)} req/s  ratio ${ratio.toFixed(2)}   (goal >= 0.7: ${ratio >= 0.7 ? 'met' : 'not met'})`,
+      `    ${`${f.shape} @${f.connections}`.padEnd(34)} coordinator ${fmt(median(f.coordinator)).padStart(6)}  bare ${fmt(median(f.bare)).padStart(6)} req/s  ratio ${ratio.toFixed(2)}   (goal >= 0.7: ${ratio >= 0.7 ? 'met' : 'not met'})`,
+    )
+    console.log(
+      `    ${''.padEnd(34)} per CPU-second: ${fmt(median(f.coordinatorPerCpu)).padStart(6)}  bare ${fmt(median(f.barePerCpu)).padStart(6)}        ratio ${perCpu.toFixed(2)}`,
     )
   }
 }
@@ -314,7 +333,13 @@ async function main() {
     }
     // Before the create runs, which add rows: both servers must read the same 2,000.
     const ceiling = parts.has('ceiling')
-      ? await measureCeiling(server.url, join(server.dataDir, 'meshwork.db'), token, userId)
+      ? await measureCeiling(
+          server.url,
+          server.child.pid!,
+          join(server.dataDir, 'meshwork.db'),
+          token,
+          userId,
+        )
       : null
     for (let r = 0; r < (parts.has('create') ? runs : 0); r++) {
       const cpu = cpuSeconds(pid)
