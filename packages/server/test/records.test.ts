@@ -46,6 +46,46 @@ describe.each(dialects)('records API [%s]', (dialect) => {
     })
   })
 
+  it('answers a repeated read from its current rows, and a filter on @now from the current time', async () => {
+    const user = await signUp(server, 'repeat')
+    const uid = user.authStore.record!.id
+    const list = () =>
+      user
+        .collection('conversations')
+        .getList(1, 10, { filter: `user = "${uid}"`, sort: '-created' })
+    const clock = () =>
+      user
+        .collection('conversations')
+        .getList(1, 10, { filter: 'created <= @now', skipTotal: true })
+    const first = await user.collection('conversations').create({ model: modelId, title: 'one' })
+    expect((await list()).items.map((c) => c.title)).toEqual(['one'])
+    expect((await clock()).items.map((c) => c.title)).toEqual(['one'])
+    await new Promise((r) => setTimeout(r, 20))
+    await user.collection('conversations').create({ model: modelId, title: 'two' })
+    await new Promise((r) => setTimeout(r, 20))
+    expect(await list()).toMatchObject({
+      totalItems: 2,
+      items: [{ title: 'two' }, { title: 'one' }],
+    })
+    // The same call a moment later sees the record created since: @now is read anew.
+    expect((await clock()).items.map((c) => c.title).sort()).toEqual(['one', 'two'])
+    expect((await user.collection('conversations').getOne(first.id)).title).toBe('one')
+    await user.collection('conversations').update(first.id, { title: 'renamed' })
+    expect((await user.collection('conversations').getOne(first.id)).title).toBe('renamed')
+    // Another user's identical call reads their own (none), not the first user's.
+    const other = await signUp(server, 'repeat-other')
+    const theirs = await other.collection('conversations').getList(1, 10, {
+      filter: 'created <= @now',
+      skipTotal: true,
+    })
+    expect(theirs.items).toEqual([])
+    const err = await other
+      .collection('conversations')
+      .getOne(first.id)
+      .catch((e) => e)
+    expect(err.status).toBe(404)
+  })
+
   it('pages, sorts and filters the way the web app asks', async () => {
     const user = await signUp(server, 'pager')
     for (let i = 0; i < 7; i++)

@@ -51,4 +51,17 @@ describe('SQLite rows through the statement cache', () => {
     const counted = await sql<{ c: number }>`SELECT COUNT(*) AS c FROM t`.execute(database.db)
     expect(counted.rows).toEqual([{ c: 3 }])
   })
+
+  it('read at once outside transactions, never seeing a transaction in progress', async () => {
+    const query = sql`SELECT n FROM t WHERE id = ${'a'}`.compile(database.db)
+    const before = database.statements.count
+    expect(database.readNow!(query)).toEqual([{ n: 1 }])
+    expect(database.statements.count).toBe(before + 1)
+    await database.db.transaction().execute(async (trx) => {
+      await sql`UPDATE t SET n = 99 WHERE id = 'a'`.execute(trx)
+      // Another request's read meanwhile: not on the open transaction, it waits its turn.
+      expect(database.readNow!(query)).toBeUndefined()
+    })
+    expect(database.readNow!(query)).toEqual([{ n: 99 }])
+  })
 })

@@ -2,7 +2,7 @@
  * @module Reading records: list (paged, filtered, sorted, rule-filtered) and view, with expand and
  * the owner flag that gates private fields. All SQL is built from parameterised fragments.
  */
-import { sql, type RawBuilder } from 'kysely'
+import { sql, type CompiledQuery, type RawBuilder } from 'kysely'
 import { ApiError, badRequest, forbidden, notFound } from '../../tools/api-error.ts'
 import type { Database } from '../../db/database.ts'
 import type { CollectionDef } from '../collections/collection-def.ts'
@@ -35,6 +35,68 @@ export interface ListResult<T = RecordJson> {
 
 export function queryContext(database: Database, caller: Caller, body?: Row): QueryContext {
   return { dialect: database.dialect, auth: caller.auth, body, now: new Date() }
+}
+
+/**
+ * Compiled reads per caller: the rule, filter and sort of a read compile to the same SQL and
+ * parameters for the same caller every time, unless they use the clock (`@now` ...). Kept per
+ * users row object, which the auth cache replaces whenever the user changes (and a guest or
+ * the server share one each), so what a rule read from `@request.auth.*` is always current.
+ */
+const compiledReads = new WeakMap<Database['db'], WeakMap<object, Map<string, CompiledQuery[]>>>()
+const guestReads = {}
+const serverReads = {}
+const compiledPerCaller = 64
+
+function readsOf(database: Database, caller: Caller): Map<string, CompiledQuery[]> {
+  // Per Kysely instance: its dialect (and plugins) made the SQL.
+  let byCaller = compiledReads.get(database.db)
+  if (!byCaller) {
+    byCaller = new WeakMap()
+    compiledReads.set(database.db, byCaller)
+  }
+  const owner = caller.superuser ? serverReads : (caller.auth ?? guestReads)
+  let reads = byCaller.get(owner)
+  if (!reads) {
+    reads = new Map()
+    byCaller.set(owner, reads)
+  }
+  return reads
+}
+
+/** The compiled queries for `key`, built by `compile` with a context whose clock read is noticed:
+ * those that read it are compiled anew each time. */
+function compiledFor(
+  database: Database,
+  caller: Caller,
+  key: string,
+  compile: (ctx: QueryContext) => RawBuilder<unknown>[],
+): CompiledQuery[] {
+  const reads = readsOf(database, caller)
+  const hit = reads.get(key)
+  if (hit) return hit
+  let clock = false
+  let now: Date | undefined
+  const ctx: QueryContext = { dialect: database.dialect, auth: caller.auth }
+  Object.defineProperty(ctx, 'now', {
+    get() {
+      clock = true
+      return (now ??= new Date())
+    },
+  })
+  const compiled = compile(ctx).map((query) => query.compile(database.db))
+  if (!clock) {
+    if (reads.size >= compiledPerCaller) reads.clear()
+    reads.set(key, compiled)
+  }
+  return compiled
+}
+
+/** Runs a compiled read: at once on SQLite's statement cache when it can, else through Kysely. */
+async function read(database: Database, query: CompiledQuery): Promise<Row[]> {
+  const rows = database.readNow?.(query)
+  if (rows) return rows
+  return (await database.db.executeQuery<Row>(query)).rows
 }
 
 /** Runs a filter compile, turning language errors into the API's 400/403. */
@@ -113,38 +175,41 @@ export async function listRecords(
   checkClientExpression(caller, query.filter)
   checkClientExpression(caller, query.sort)
 
-  const ctx = queryContext(database, caller)
-  const joins = new JoinSet()
-  const where = ruleWhere(collection, collection.listRule, caller, ctx, joins)
-  if (query.filter && query.filter.trim()) {
-    const filter = query.filter
-    where.push(
-      compileOrThrow(() =>
-        compileRecordFilter(collection.name, filter, ctx, joins, { client: !caller.superuser }),
-      ),
-    )
-  }
-  const order = query.sort?.trim()
-    ? compileOrThrow(() => compileRecordSort(collection.name, query.sort!, ctx, joins))
-    : defaultOrder(collection)
-  const owner = ownerColumn(collection, caller, ctx, joins)
-  const whereSql = where.length ? sql`WHERE ${sql.join(where, sql` AND `)}` : sql``
-  const table = sql.table(collection.name)
-
   const offset = (page - 1) * perPage
-  const rowsQuery = sql<Row>`SELECT r.*, ${owner} AS __owner FROM ${table} AS r ${joins.sql()} ${whereSql}
-    ORDER BY ${sql.join([...order, tiebreaker(query.sort)])} LIMIT ${perPage} OFFSET ${offset}`
   // A page so far out that its offset is no exact integer has no rows (and would overflow SQL's).
-  const rows = Number.isSafeInteger(offset)
-    ? (await runOrThrow(() => rowsQuery.execute(database.db))).rows
-    : []
+  const exact = Number.isSafeInteger(offset)
+  const key = `list\0${collection.name}\0${query.filter ?? ''}\0${query.sort ?? ''}\0${perPage}\0${exact ? offset : 'x'}\0${query.skipTotal ? 1 : 0}`
+  const [rowsQuery, countQuery] = compiledFor(database, caller, key, (ctx) => {
+    const joins = new JoinSet()
+    const where = ruleWhere(collection, collection.listRule, caller, ctx, joins)
+    if (query.filter && query.filter.trim()) {
+      const filter = query.filter
+      where.push(
+        compileOrThrow(() =>
+          compileRecordFilter(collection.name, filter, ctx, joins, { client: !caller.superuser }),
+        ),
+      )
+    }
+    const order = query.sort?.trim()
+      ? compileOrThrow(() => compileRecordSort(collection.name, query.sort!, ctx, joins))
+      : defaultOrder(collection)
+    const owner = ownerColumn(collection, caller, ctx, joins)
+    const whereSql = where.length ? sql`WHERE ${sql.join(where, sql` AND `)}` : sql``
+    const table = sql.table(collection.name)
+    const queries: RawBuilder<unknown>[] = [
+      sql<Row>`SELECT r.*, ${owner} AS __owner FROM ${table} AS r ${joins.sql()} ${whereSql}
+    ORDER BY ${sql.join([...order, tiebreaker(query.sort)])} LIMIT ${exact ? perPage : 0} OFFSET ${exact ? offset : 0}`,
+    ]
+    if (!query.skipTotal) {
+      queries.push(sql`SELECT COUNT(*) AS n FROM ${table} AS r ${joins.sql()} ${whereSql}`)
+    }
+    return queries
+  })
+  const rows = exact ? await runOrThrow(() => read(database, rowsQuery)) : []
   let totalItems = -1
   let totalPages = -1
-  if (!query.skipTotal) {
-    const countQuery = sql<{
-      n: number
-    }>`SELECT COUNT(*) AS n FROM ${table} AS r ${joins.sql()} ${whereSql}`
-    totalItems = Number((await runOrThrow(() => countQuery.execute(database.db))).rows[0]?.n ?? 0)
+  if (countQuery) {
+    totalItems = Number((await runOrThrow(() => read(database, countQuery)))[0]?.n ?? 0)
     totalPages = Math.ceil(totalItems / perPage)
   }
   return {
@@ -177,14 +242,22 @@ export async function fetchVisible(
   body?: Row,
 ): Promise<Row[]> {
   if (ids.length === 0) return []
-  const ctx = queryContext(database, caller, body)
-  const joins = new JoinSet()
-  const where = ruleWhere(collection, rule, caller, ctx, joins)
-  where.push(sql`r.id IN (${sql.join(ids)})`)
-  const owner = ownerColumn(collection, caller, ctx, joins)
-  const query = sql<Row>`SELECT r.*, ${owner} AS __owner FROM ${sql.table(collection.name)} AS r
-    ${joins.sql()} WHERE ${sql.join(where, sql` AND `)}`
-  return (await query.execute(database.db)).rows
+  const build = (ctx: QueryContext) => {
+    const joins = new JoinSet()
+    const where = ruleWhere(collection, rule, caller, ctx, joins)
+    where.push(sql`r.id IN (${sql.join(ids)})`)
+    const owner = ownerColumn(collection, caller, ctx, joins)
+    return [
+      sql<Row>`SELECT r.*, ${owner} AS __owner FROM ${sql.table(collection.name)} AS r
+    ${joins.sql()} WHERE ${sql.join(where, sql` AND `)}`,
+    ]
+  }
+  // A write's rule may read the submitted body: compiled each time. Reads are compiled once.
+  if (body)
+    return (await build(queryContext(database, caller, body))[0].execute(database.db)).rows as Row[]
+  const key = `view\0${collection.name}\0${rule ?? '\u0001'}\0${ids.join('\0')}`
+  const [query] = compiledFor(database, caller, key, build)
+  return read(database, query)
 }
 
 export async function viewRecord(

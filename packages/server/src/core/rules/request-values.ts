@@ -27,7 +27,8 @@ export function resolveKnown(
 ): KnownValue | undefined {
   const [head] = operand.path
   if (head === '@request') return applyModifier(operand, requestValue(operand, collection, ctx))
-  if (operand.path.length === 1) {
+  // Macros all start with @: only they read the clock (a compiled read that did is not reused).
+  if (operand.path.length === 1 && head.startsWith('@')) {
     const macro = resolveMacro(head, ctx.now ?? new Date())
     if (macro) return applyModifier(operand, { known: macro })
   }
