@@ -76,6 +76,12 @@ export {
   CANCEL_REQUEST_PATH,
 } from './request-status.ts'
 export type { RequestStatus, CancelRequestBody, CancelRequestAnswer } from './request-status.ts'
-export { requestStatusSchema, cancelRequestBodySchema } from './requests.ts'
+export {
+  requestStatusSchema,
+  cancelRequestBodySchema,
+  chatSendBodySchema,
+  chatQuoteBodySchema,
+} from './requests.ts'
+export type { ChatSendBody, ChatQuoteBody } from './requests.ts'
 export { JOB_REJECT_REASONS } from './job-reject.ts'
 export { CHARS_PER_TOKEN, estimateTokens } from './token-estimate.ts'

@@ -6,18 +6,53 @@
 import type { Context, Hono } from 'hono'
 import {
   CANCEL_REQUEST_PATH,
+  cancelRequestBodySchema,
+  chatQuoteBodySchema,
+  chatSendBodySchema,
   startFlowRequestSchema,
   waitFlowRequestSchema,
 } from '@meshwork/protocol'
+import { z } from 'zod'
 import type { CoreApp } from '../core/app.ts'
 import type { Caller } from '../core/records/caller.ts'
 import { exactError } from '../core/chat/chat-service.ts'
 import type { InferenceNetwork } from '../core/network/inference-network.ts'
 import { DENIED_MESSAGE } from '../core/nodes/link-flows.ts'
 import { ApiError, tooManyRequests, unauthorized } from '../tools/api-error.ts'
+import { parseBody, type BodyErrors } from './body-schema.ts'
 import { callerOf, clientAddress, clientOrigin } from './caller.ts'
 import { limitText, MAX_PROMPT_LENGTH, MAX_SHORT_TEXT } from './input-limits.ts'
 import { readBody } from './request-body.ts'
+
+// The answers to bad bodies, in the spec's words (section 5; section 4 for the approve page).
+const badTemperature = () => new ApiError(400, 'Temperature must be a number between 0 and 2.')
+const noModel = () => exactError(400, 'Model ID is required')
+const sendErrors: BodyErrors = {
+  fields: {
+    temperature: badTemperature,
+    conversation_id: () => exactError(400, 'Conversation ID is required'),
+    model_id: noModel,
+    prompt: () => exactError(400, 'Prompt is required'),
+  },
+}
+const quoteErrors: BodyErrors = {
+  fields: { temperature: badTemperature, model_id: noModel },
+}
+const requestErrors: BodyErrors = {
+  fields: { request_id: () => exactError(400, 'Request ID is required') },
+}
+const flowErrors: BodyErrors = {
+  fields: { state_token: () => exactError(400, 'Missing authorization token') },
+}
+
+/** The approve page's calls: a flow's state token (complete-flow: and the user's answer). */
+const flowInfoBodySchema = z.object({ state_token: z.string().min(1) })
+const completeFlowBodySchema = flowInfoBodySchema.extend({
+  /** `failed`: the user denied it; anything else approves. */
+  status: z.string().optional(),
+  /** Why it was denied, shown to the node. */
+  error: z.string().optional(),
+})
 
 export function bindNetworkRoutes(app: Hono, core: CoreApp, network: InferenceNetwork) {
   // Sends and retries per user per minute (MESHWORK_CHAT_RATE_LIMIT). Counted before the send
@@ -26,6 +61,12 @@ export function bindNetworkRoutes(app: Hono, core: CoreApp, network: InferenceNe
     points: core.config.chatRateLimit ?? 0,
     windowSeconds: 60,
   })
+  // A guest is answered 401 before its body is looked at.
+  const signedIn = async (c: Context): Promise<Caller> => {
+    const caller = await callerOf(c, core.auth)
+    if (!caller.auth) throw unauthorized()
+    return caller
+  }
   const limitedSend = async <T>(caller: Caller, send: () => Promise<T>): Promise<T> => {
     const user = caller.auth ? String(caller.auth.id) : ''
     if (!user) return send() // answers 401
@@ -52,21 +93,16 @@ export function bindNetworkRoutes(app: Hono, core: CoreApp, network: InferenceNe
   app.post('/api/auth/complete-flow', async (c) => {
     const body = await readBody(c)
     limitText(body, { state_token: MAX_SHORT_TEXT, status: MAX_SHORT_TEXT, error: MAX_SHORT_TEXT })
-    const token = typeof body.state_token === 'string' ? body.state_token : ''
-    if (!token) throw exactError(400, 'Missing authorization token')
+    const input = parseBody(completeFlowBodySchema, body, flowErrors)
     // The signed-in user comes from the token, never from `user_info` in the body.
     const caller = await callerOf(c, core.auth)
     const user = caller.auth ? String(caller.auth.id) : ''
     if (!user) throw unauthorized()
-    if (body.status === 'failed') {
-      await network.flows.deny(
-        token,
-        user,
-        typeof body.error === 'string' && body.error ? body.error : DENIED_MESSAGE,
-      )
+    if (input.status === 'failed') {
+      await network.flows.deny(input.state_token, user, input.error || DENIED_MESSAGE)
       return c.json({ status: 'failed', message: 'Authorization denied' })
     }
-    const node = await network.flows.approve(token, user)
+    const node = await network.flows.approve(input.state_token, user)
     return c.json({ status: 'approved', ...node })
   })
 
@@ -74,11 +110,10 @@ export function bindNetworkRoutes(app: Hono, core: CoreApp, network: InferenceNe
   app.post('/api/auth/flow-info', async (c) => {
     const body = await readBody(c)
     limitText(body, { state_token: MAX_SHORT_TEXT })
-    const token = typeof body.state_token === 'string' ? body.state_token : ''
-    if (!token) throw exactError(400, 'Missing authorization token')
+    const input = parseBody(flowInfoBodySchema, body, flowErrors)
     const caller = await callerOf(c, core.auth)
     if (!caller.auth) throw unauthorized()
-    return c.json(await network.flows.describe(token))
+    return c.json(await network.flows.describe(input.state_token))
   })
 
   app.post('/api/auth/wait-flow', async (c) => {
@@ -103,35 +138,55 @@ export function bindNetworkRoutes(app: Hono, core: CoreApp, network: InferenceNe
       { prompt: MAX_PROMPT_LENGTH },
       `Prompt is too long (at most ${MAX_PROMPT_LENGTH} characters)`,
     )
-    const caller = await callerOf(c, core.auth)
-    return c.json(await limitedSend(caller, () => network.chat.send(caller, body)))
+    const caller = await signedIn(c)
+    // Validated inside the rate limit: a refused body gives its count back, as any 4xx.
+    return c.json(
+      await limitedSend(caller, () =>
+        network.chat.send(caller, parseBody(chatSendBodySchema, body, sendErrors)),
+      ),
+    )
   })
 
   // The most a message can cost before it is sent (the hold a send would take).
   app.post('/api/chat/quote', async (c) => {
-    const caller = await callerOf(c, core.auth)
-    return c.json(await network.chat.quote(caller, await readBody(c)))
+    const body = await readBody(c)
+    const caller = await signedIn(c)
+    return c.json(
+      await network.chat.quote(caller, parseBody(chatQuoteBodySchema, body, quoteErrors)),
+    )
   })
 
   // A new answer to the conversation's last message (docs/web.md, "Regenerate").
   app.post('/api/chat/regenerate', async (c) => {
-    const caller = await callerOf(c, core.auth)
-    return c.json(await network.chat.regenerate(caller, await readBody(c)))
+    const body = await readBody(c)
+    const caller = await signedIn(c)
+    return c.json(
+      await network.chat.regenerate(
+        caller,
+        parseBody(cancelRequestBodySchema, body, requestErrors),
+      ),
+    )
   })
 
   // Stop generating (issue 10): owner only; idempotent; an ended request is left as it is.
   app.post(CANCEL_REQUEST_PATH, async (c) => {
     const body = await readBody(c)
     limitText(body, { request_id: MAX_SHORT_TEXT })
-    const caller = await callerOf(c, core.auth)
-    return c.json(await network.chat.cancel(caller, body))
+    const caller = await signedIn(c)
+    return c.json(
+      await network.chat.cancel(caller, parseBody(cancelRequestBodySchema, body, requestErrors)),
+    )
   })
 
   app.post('/api/requests/retry', async (c) => {
     const body = await readBody(c)
     limitText(body, { request_id: MAX_SHORT_TEXT })
-    const caller = await callerOf(c, core.auth)
-    return c.json(await limitedSend(caller, () => network.chat.retry(caller, body)))
+    const caller = await signedIn(c)
+    return c.json(
+      await limitedSend(caller, () =>
+        network.chat.retry(caller, parseBody(cancelRequestBodySchema, body, requestErrors)),
+      ),
+    )
   })
 }
 

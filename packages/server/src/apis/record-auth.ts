@@ -2,13 +2,19 @@
  * @module /api/collections/{collection}/auth-with-password and auth-refresh.
  */
 import type { Hono } from 'hono'
+import { z } from 'zod'
 import type { CoreApp } from '../core/app.ts'
 import { requireCollection } from '../core/collections/registry.ts'
 import { ApiError } from '../tools/api-error.ts'
+import { parseBody } from './body-schema.ts'
 import { callerOf, clientAddress } from './caller.ts'
 import { limitText, MAX_SHORT_TEXT } from './input-limits.ts'
 import { checkFields, respond } from './record-crud.ts'
 import { readBody } from './request-body.ts'
+
+/** auth-with-password's body: either missing (or not text) is PocketBase's "Cannot be blank." */
+const loginBodySchema = z.object({ identity: z.string().min(1), password: z.string().min(1) })
+const blank = { code: 'validation_required', message: 'Cannot be blank.' }
 
 export function bindRecordAuth(app: Hono, core: CoreApp) {
   app.post('/api/collections/:collection/auth-with-password', async (c) => {
@@ -16,7 +22,12 @@ export function bindRecordAuth(app: Hono, core: CoreApp) {
     checkFields(c)
     const body = await readBody(c)
     limitText(body, { identity: MAX_SHORT_TEXT, password: MAX_SHORT_TEXT })
-    const result = await core.auth.loginWithPassword(body.identity, body.password, clientAddress(c))
+    const login = parseBody(loginBodySchema, body, { other: blank })
+    const result = await core.auth.loginWithPassword(
+      login.identity,
+      login.password,
+      clientAddress(c),
+    )
     return respond(c, result)
   })
 

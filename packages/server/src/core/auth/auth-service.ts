@@ -3,7 +3,7 @@
  * caller. Invalid or expired tokens make the caller a guest, as PocketBase does.
  */
 import type { Database } from '../../db/database.ts'
-import { ApiError, badRequest, unauthorized, validationError } from '../../tools/api-error.ts'
+import { ApiError, badRequest, unauthorized } from '../../tools/api-error.ts'
 import { requireCollection } from '../collections/registry.ts'
 import { asUser, guest, type Caller } from '../records/caller.ts'
 import type { RecordsService } from '../records/records-service.ts'
@@ -27,7 +27,8 @@ export interface AuthResponse {
 
 export interface AuthService {
   callerFromHeader(header: string | undefined | null): Promise<Caller>
-  loginWithPassword(identity: unknown, password: unknown, address: string): Promise<AuthResponse>
+  /** The identity and password are checked for blanks at the HTTP edge (record-auth.ts). */
+  loginWithPassword(identity: string, password: string, address: string): Promise<AuthResponse>
   refresh(caller: Caller, collectionName: string): Promise<AuthResponse>
   /** Drops a cached user after it changed (password, tokenKey) or was deleted. */
   forget(userId: string): void
@@ -83,14 +84,7 @@ export function createAuthService(
     },
 
     async loginWithPassword(identity, password, address) {
-      const errors: Record<string, { code: string; message: string }> = {}
-      const blank = { code: 'validation_required', message: 'Cannot be blank.' }
-      if (typeof identity !== 'string' || !identity) errors.identity = blank
-      if (typeof password !== 'string' || !password) errors.password = blank
-      if (Object.keys(errors).length) {
-        throw validationError('An error occurred while validating the submitted data.', errors)
-      }
-      const id = identity as string
+      const id = identity
       const attempt = await throttle.begin(address, id)
       if (attempt.delayMs > 0) await sleep(attempt.delayMs)
 
@@ -98,7 +92,7 @@ export function createAuthService(
       // Unknown identities still pay for a hash check, so timing does not reveal which e-mails exist.
       const ok = await verifyPassword(
         user ? (user.password as string) : await dummyPasswordHash(),
-        password as string,
+        password,
       )
       if (!user || !ok) throw badRequest('Failed to authenticate.')
       await attempt.succeeded()

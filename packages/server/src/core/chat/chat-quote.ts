@@ -7,7 +7,7 @@ import { ApiError } from '../../tools/api-error.ts'
 import { fromUnits, requestCostUnits } from '../ledger/credits.ts'
 import { sizeReservation } from '../ledger/reservation.ts'
 import { buildPrompt } from './build-prompt.ts'
-import { conversationHistory, exactError, ownConversation } from './chat-records.ts'
+import { conversationHistory, ownConversation } from './chat-records.ts'
 
 /** What the composer shows before sending (POST /api/chat/quote); amounts in credits, as the
  * records API shows them. */
@@ -39,7 +39,6 @@ export async function quoteMessage(
   input: { conversation_id: string; model_id: string; prompt: string },
   limits: QuoteLimits,
 ): Promise<QuoteAnswer> {
-  if (!input.model_id) throw exactError(400, 'Model ID is required')
   const history = input.conversation_id
     ? await conversationHistory(
         db,

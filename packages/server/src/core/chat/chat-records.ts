@@ -24,13 +24,8 @@ export async function ownConversation(db: Db, user: string, id: string) {
   return conversation
 }
 
-/** The caller's request named by `body.request_id`. */
-export async function ownRequest(db: Db, user: string, body: unknown) {
-  const requestId =
-    typeof (body as { request_id?: unknown })?.request_id === 'string'
-      ? (body as { request_id: string }).request_id
-      : ''
-  if (!requestId) throw exactError(400, 'Request ID is required')
+/** The caller's request with this id. */
+export async function ownRequest(db: Db, user: string, requestId: string) {
   const request = await db
     .selectFrom('requests')
     .selectAll()

@@ -5,10 +5,12 @@
 import {
   requestStatusSchema,
   type CancelRequestAnswer,
+  type CancelRequestBody,
   type ChatMessage,
+  type ChatQuoteBody,
+  type ChatSendBody,
   type Sampling,
 } from '@meshwork/protocol'
-import { z } from 'zod'
 import { ApiError, unauthorized } from '../../tools/api-error.ts'
 import { nowDate } from '../../tools/dates.ts'
 import { newRecordId } from '../../tools/ids.ts'
@@ -70,13 +72,6 @@ export interface ApiRequestStart {
 export const ONLY_LAST_MESSAGE = 'Only the last answer can be regenerated.'
 export const STILL_WRITING = 'This answer is still being written.'
 
-const sendSchema = z.object({
-  conversation_id: z.string().optional().default(''),
-  model_id: z.string().optional().default(''),
-  prompt: z.string().optional().default(''),
-  temperature: z.number().min(0).max(2).nullable().optional(),
-})
-
 export class ChatService {
   private config = cachedConfig(() => this.core.database.db)
 
@@ -87,15 +82,10 @@ export class ChatService {
     private maxOutputTokens = MAX_OUTPUT_TOKENS,
   ) {}
 
-  async send(caller: Caller, body: unknown): Promise<SendAnswer> {
+  /** Bodies are validated at the HTTP edge (network-routes.ts), with protocol's schemas. */
+  async send(caller: Caller, input: ChatSendBody): Promise<SendAnswer> {
     const user = caller.auth ? String(caller.auth.id) : ''
     if (!user) throw unauthorized()
-    const parsed = sendSchema.safeParse(body ?? {})
-    if (!parsed.success) throw new ApiError(400, 'Temperature must be a number between 0 and 2.')
-    const input = parsed.data
-    if (!input.conversation_id) throw exactError(400, 'Conversation ID is required')
-    if (!input.model_id) throw exactError(400, 'Model ID is required')
-    if (!input.prompt.trim()) throw exactError(400, 'Prompt is required')
     const db = this.core.database.db
     const conversation = await ownConversation(db, user, input.conversation_id)
     const multiplierUnits = await this.availableModel(input.model_id)
@@ -120,11 +110,11 @@ export class ChatService {
    * answer it replaces stays stored (it was paid for) with `replaced_by` set, and is left out of
    * history and of later prompts.
    */
-  async regenerate(caller: Caller, body: unknown): Promise<SendAnswer> {
+  async regenerate(caller: Caller, input: CancelRequestBody): Promise<SendAnswer> {
     const user = caller.auth ? String(caller.auth.id) : ''
     if (!user) throw unauthorized()
     const db = this.core.database.db
-    const request = await ownRequest(db, user, body)
+    const request = await ownRequest(db, user, input.request_id)
     if (!['completed', 'failed', 'cancelled'].includes(String(request.status)))
       throw new ApiError(400, STILL_WRITING)
     if (request.replaced_by) throw new ApiError(400, ONLY_LAST_MESSAGE)
@@ -156,13 +146,11 @@ export class ChatService {
   }
 
   /** The most a message can cost before it is sent: the hold `send` would take right now. */
-  async quote(caller: Caller, body: unknown): Promise<QuoteAnswer> {
+  async quote(caller: Caller, input: ChatQuoteBody): Promise<QuoteAnswer> {
     const user = caller.auth ? String(caller.auth.id) : ''
     if (!user) throw unauthorized()
-    const parsed = sendSchema.safeParse(body ?? {})
-    if (!parsed.success) throw new ApiError(400, 'Temperature must be a number between 0 and 2.')
-    const meterRule = await this.metering.rule(parsed.data.model_id)
-    return quoteMessage(this.core.database.db, user, parsed.data, {
+    const meterRule = await this.metering.rule(input.model_id)
+    return quoteMessage(this.core.database.db, user, input, {
       contextLength: CONTEXT_LENGTH,
       maxOutput: this.maxOutputTokens,
       minOutput: MIN_OUTPUT_TOKENS,
@@ -173,12 +161,12 @@ export class ChatService {
   /** Re-runs a failed request of the caller under the same id. */
   async retry(
     caller: Caller,
-    body: unknown,
+    input: CancelRequestBody,
   ): Promise<{ status: 'success'; message: string; request_id: string }> {
     const user = caller.auth ? String(caller.auth.id) : ''
     if (!user) throw unauthorized()
     const db = this.core.database.db
-    const request = await ownRequest(db, user, body)
+    const request = await ownRequest(db, user, input.request_id)
     const requestId = String(request.id)
     // A request made through the API is retried by its program, which has the whole prompt.
     if (request.status !== 'failed' || request.api_key || request.replaced_by)
@@ -208,11 +196,11 @@ export class ChatService {
    * the text produced so far, paid for as produced, its hold released. Idempotent: a request that
    * has already ended is answered as it is, unchanged. Anyone else's request is a 404.
    */
-  async cancel(caller: Caller, body: unknown): Promise<CancelRequestAnswer> {
+  async cancel(caller: Caller, input: CancelRequestBody): Promise<CancelRequestAnswer> {
     const user = caller.auth ? String(caller.auth.id) : ''
     if (!user) throw unauthorized()
     const db = this.core.database.db
-    const request = await ownRequest(db, user, body)
+    const request = await ownRequest(db, user, input.request_id)
     const requestId = String(request.id)
     await this.stop(requestId)
     const row = await db
