@@ -240,6 +240,8 @@ export class NodeRegistry {
         // Bounded by the protocol's schema; shown to other users only as plain text.
         const engine = frame.engines[0]
         session.backend = engine?.backend ?? 'unknown'
+        // What the node says of itself. Its status and last_seen were written when it attached
+        // (in order before this): writing them again would only move last_seen by milliseconds.
         this.enqueue(session, async () => {
           await this.updateNode(session.nodeId, {
             hardware: frame.hardware,
@@ -247,10 +249,7 @@ export class NodeRegistry {
             max_jobs: frame.max_jobs,
             backend: session.backend,
             engine_version: engine ? `${engine.kind} ${engine.version ?? ''}`.trim() : '',
-            status: 'online',
-            last_seen: nowDate(),
           })
-          session.written = { status: 'online', at: Date.now() }
           this.listener?.onCapacity()
           this.relay?.announce(session)
         })
