@@ -668,6 +668,8 @@ describe('chat as people know it', () => {
       60_000,
       'typing done',
     )
-    expect(await distanceFromBottom()).toBeLessThanOrEqual(1)
+    // Following brings the view down to the new answer's end once its last line (the cost) is
+    // laid out, which may be just after the answer stops being busy.
+    await waitUntil(async () => (await distanceFromBottom()) <= 1, 5_000, 'at the bottom')
   })
 })

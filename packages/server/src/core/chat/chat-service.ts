@@ -431,8 +431,17 @@ export class ChatService {
       .where('id', '=', modelId)
       .executeTakeFirst()
     if (!model) throw new ApiError(400, unavailableMessage(modelId))
-    // The count `available_models` shows, from the scheduler's nodes in memory.
-    if (!Number(model.is_active) || (await this.scheduler.onlineNodes(modelId)) < 1) {
+    // The count `available_models` shows, from the scheduler's nodes in memory; when those
+    // cannot be read, the view's own count (a failing database fails the send there).
+    const online = await this.scheduler.onlineNodes(modelId).catch(async () => {
+      const live = await db
+        .selectFrom('available_models')
+        .select('node_count')
+        .where('id', '=', modelId)
+        .executeTakeFirst()
+      return Number(live?.node_count ?? 0)
+    })
+    if (!Number(model.is_active) || online < 1) {
       throw exactError(400, unavailableMessage(String(model.display_name || model.name)))
     }
     return Number(model.credit_multiplier ?? 0)
