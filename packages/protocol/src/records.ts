@@ -169,6 +169,8 @@ export interface ModelRecord extends RecordMeta, Timestamps {
   description: string
   file_name: string
   file_size_bytes: number
+  /** The model card's approximate size, for display and memory checks until the file's is pinned. */
+  approx_size_bytes: number
   source_url: string
   sha256: string
   credit_multiplier: number
@@ -184,6 +186,7 @@ const MODEL_FIELDS: FieldList<ModelRecord> = {
   description: true,
   file_name: true,
   file_size_bytes: true,
+  approx_size_bytes: true,
   source_url: true,
   sha256: true,
   credit_multiplier: true,

@@ -194,7 +194,7 @@ describe.each(dialects)('[%s] models added by URL alone', (dialect) => {
 })
 
 describe.each(dialects)('[%s] the chat models of the catalogue', (dialect) => {
-  it('are listed with their multipliers as the API shows them, unpinned', async () => {
+  it('are listed with their multipliers as the API shows them, unpinned but with approximate sizes', async () => {
     const server = await startTestServer(dialect)
     try {
       const pb = await signUp(server, 'catalogue')
@@ -202,15 +202,21 @@ describe.each(dialects)('[%s] the chat models of the catalogue', (dialect) => {
         .collection('models')
         .getFullList({ filter: 'is_active = true', sort: 'sort_order' })
       expect(
-        models.map((m) => [m.name, m.credit_multiplier, m.file_size_bytes, m.sha256 === '']),
+        models.map((m) => [
+          m.name,
+          m.credit_multiplier,
+          m.file_size_bytes,
+          m.sha256 === '',
+          m.approx_size_bytes,
+        ]),
       ).toEqual([
-        ['stories260K', 1, 1185376, false],
-        ['qwen2.5-0.5b-instruct', 1, 0, true],
-        ['llama-3.2-1b-instruct', 1, 0, true],
-        ['qwen2.5-1.5b-instruct', 2, 0, true],
-        ['llama-3.2-3b-instruct', 2, 0, true],
-        ['qwen2.5-7b-instruct', 4, 0, true],
-        ['llama-2-tiny-random', 2, 1750560, false],
+        ['stories260K', 1, 1185376, false, 0],
+        ['qwen2.5-0.5b-instruct', 1, 0, true, 0.49e9],
+        ['llama-3.2-1b-instruct', 1, 0, true, 0.81e9],
+        ['qwen2.5-1.5b-instruct', 2, 0, true, 1.12e9],
+        ['llama-3.2-3b-instruct', 2, 0, true, 2.02e9],
+        ['qwen2.5-7b-instruct', 4, 0, true, 4.68e9],
+        ['llama-2-tiny-random', 2, 1750560, false, 0],
       ])
       for (const m of models.slice(1, 6)) {
         expect(m.source_url).toMatch(/^https:\/\/huggingface\.co\/[^/]+\/[^/]+\/resolve\/main\//)

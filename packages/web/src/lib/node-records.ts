@@ -53,7 +53,12 @@ export type CatalogueModel = Pick<Records.ModelRecord, 'id' | 'name'> &
   Partial<
     Pick<
       Records.ModelRecord,
-      'display_name' | 'description' | 'file_size_bytes' | 'is_active' | 'sort_order'
+      | 'display_name'
+      | 'description'
+      | 'file_size_bytes'
+      | 'approx_size_bytes'
+      | 'is_active'
+      | 'sort_order'
     >
   >
 

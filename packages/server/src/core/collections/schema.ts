@@ -215,6 +215,8 @@ const models: CollectionDef = {
     { name: 'description', type: 'text' },
     { name: 'file_name', type: 'text' },
     { name: 'file_size_bytes', type: 'number' },
+    // Shown and used for memory checks until file_size_bytes is pinned (migration 0070).
+    { name: 'approx_size_bytes', type: 'number' },
     { name: 'source_url', type: 'text' },
     { name: 'sha256', type: 'text' },
     { name: 'credit_multiplier', type: 'number', default: 1, scale: CREDIT_SCALE },

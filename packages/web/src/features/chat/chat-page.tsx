@@ -82,7 +82,7 @@ export default function ChatPage() {
     [conversations.data, conversationId],
   )
   const modelList = useMemo(
-    () => (models.data ?? []).map((m) => ({ ...m, sizeBytes: sizes.data?.get(m.id) })),
+    () => (models.data ?? []).map((m) => ({ ...m, size: sizes.data?.get(m.id) ?? null })),
     [models.data, sizes.data],
   )
   const selectedModel = modelList.find((m) => m.id === modelId) ?? null

@@ -5,6 +5,7 @@ import {
   isEndedRequestStatus,
   type RequestStatus as KnownStatus,
 } from '@meshwork/protocol/request-status'
+import type { ModelSize } from '../../lib/model-size.ts'
 
 /** The protocol's statuses (`cancelled`: stopped, its text so far kept); any other string is
  * tolerated from an older or newer server. */
@@ -51,7 +52,7 @@ export interface ChatModel {
   nodeCount: number
   isAvailable: boolean
   /** File size from the catalogue, when known (shown in GB). */
-  sizeBytes?: number
+  size?: ModelSize | null
 }
 
 export function toChatModel(record: AvailableModelRecord): ChatModel {

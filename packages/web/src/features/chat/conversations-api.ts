@@ -9,6 +9,7 @@ import {
 } from '@tanstack/react-query'
 import { useAuth } from '../../context/auth-context.tsx'
 import { takeBoot } from '../../lib/boot-results.ts'
+import { catalogueSize } from '../../lib/model-size.ts'
 import { pb } from '../../lib/pb.ts'
 import { conversationsListQuery, MODELS_BATCH, modelsListQuery } from './chat-requests.ts'
 import { toChatModel, type AvailableModelRecord, type ConversationRecord } from './chat-types.ts'
@@ -102,13 +103,13 @@ export function useModelSizes(enabled: boolean) {
     queryFn: async () => {
       const records = await pb
         .collection('models')
-        .getFullList<Pick<ModelRecord, 'id' | 'file_size_bytes'>>({
+        .getFullList<Pick<ModelRecord, 'id' | 'file_size_bytes' | 'approx_size_bytes'>>({
           filter: 'is_active = true',
           sort: 'sort_order',
-          fields: 'id,file_size_bytes',
+          fields: 'id,file_size_bytes,approx_size_bytes',
           batch: 500,
         })
-      return new Map(records.map((r) => [r.id, Number(r.file_size_bytes) || 0]))
+      return new Map(records.map((r) => [r.id, catalogueSize(r)]))
     },
   })
 }

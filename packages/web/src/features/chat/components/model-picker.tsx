@@ -2,6 +2,7 @@ import * as DropdownMenu from '@radix-ui/react-dropdown-menu'
 import { Check, ChevronDown, Cpu } from 'lucide-react'
 import { cn } from '../../../lib/cn.ts'
 import { formatGigabytes } from '../../../lib/format.ts'
+import { formatModelSize } from '../../../lib/model-size.ts'
 import { nodeCountLabel, type ChatModel } from '../chat-types.ts'
 
 export interface ModelPickerProps {
@@ -12,7 +13,7 @@ export interface ModelPickerProps {
 }
 
 /** Size in GB with one decimal (spec §9); a model smaller than that reads '< 0.1 GB', not '0.0 GB'. */
-function modelSize(bytes: number): string {
+function gigabytes(bytes: number): string {
   return bytes < 0.05 * 1024 ** 3 ? '< 0.1 GB' : formatGigabytes(bytes)
 }
 
@@ -68,7 +69,7 @@ export function ModelPicker({ models, loading, selected, onSelect }: ModelPicker
                 </p>
                 <p className="mt-1 flex gap-3 text-[11px] font-medium text-slate-600 dark:text-slate-400">
                   <span>{m.creditMultiplier}x credits</span>
-                  {!!m.sizeBytes && <span>{modelSize(m.sizeBytes)}</span>}
+                  {m.size && <span>{formatModelSize(m.size, gigabytes)}</span>}
                   <span
                     className={cn(m.isAvailable ? 'text-emerald-700 dark:text-emerald-400' : '')}
                   >

@@ -1,19 +1,24 @@
 import { cleanup, fireEvent, render, screen, within } from '@testing-library/react'
 import { afterEach, describe, expect, it, vi } from 'vitest'
-import type { NodeModelRecord, NodeRecord } from '../../../lib/node-records.ts'
+import type { CatalogueModel, NodeModelRecord, NodeRecord } from '../../../lib/node-records.ts'
 import { withProviders } from '../../../test/providers.tsx'
 import { EditNodeBody } from './edit-node-dialog.tsx'
 
-const state = vi.hoisted(() => ({ records: [] as NodeModelRecord[], mutate: vi.fn() }))
+const stories = {
+  id: 'm1',
+  name: 'stories',
+  display_name: 'Stories',
+  file_size_bytes: 1024 ** 3 * 1.25,
+}
+const state = vi.hoisted(() => ({
+  records: [] as NodeModelRecord[],
+  extraModels: [] as CatalogueModel[],
+  mutate: vi.fn(),
+}))
 
 vi.mock('../nodes-api.ts', () => ({
   actionFailure: {},
-  useCatalogue: () => ({
-    data: [
-      { id: 'm1', name: 'stories', display_name: 'Stories', file_size_bytes: 1024 ** 3 * 1.25 },
-    ],
-    isLoading: false,
-  }),
+  useCatalogue: () => ({ data: [stories, ...state.extraModels], isLoading: false }),
   useNodeModels: () => ({ data: state.records, isLoading: false }),
   useNodeModelAction: () => ({ mutate: state.mutate, isPending: false }),
   useLiveNode: (n: NodeRecord) => n,
@@ -50,6 +55,7 @@ describe('EditNodeBody', () => {
   afterEach(() => {
     cleanup()
     state.records = []
+    state.extraModels = []
     state.mutate.mockReset()
   })
 
@@ -194,5 +200,25 @@ describe('EditNodeBody', () => {
       ),
     )
     expect(screen.queryByText(/Too large for this node/)).toBeNull()
+  })
+
+  it("marks a model whose size is not pinned yet by the model card's approximate size", () => {
+    state.extraModels = [
+      {
+        id: 'm2',
+        name: 'qwen2.5-7b-instruct',
+        display_name: 'Qwen2.5 7B Instruct',
+        file_size_bytes: 0,
+        approx_size_bytes: 4.68e9,
+      },
+    ]
+    render(
+      withProviders(<EditNodeBody node={{ ...node, hardware: { memory_bytes: 4 * 1024 ** 3 } }} />),
+    )
+    const row = screen.getByText('Qwen2.5 7B Instruct').closest('li')!
+    expect(within(row).getByText('about 4.4 GB')).toBeTruthy()
+    expect(within(row).getByRole('note').textContent).toBe(
+      'Too large for this node: needs about 5.7 GB of memory; it reports 4.0 GB RAM.',
+    )
   })
 })

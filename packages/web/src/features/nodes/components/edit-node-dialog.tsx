@@ -5,6 +5,7 @@ import { Button } from '../../../components/button.tsx'
 import { useFeedback } from '../../../components/feedback/feedback-context.tsx'
 import { Spinner } from '../../../components/spinner.tsx'
 import { errorMessage } from '../../../lib/api-error.ts'
+import { catalogueSize } from '../../../lib/model-size.ts'
 import type { NodeRecord } from '../../../lib/node-records.ts'
 import { hasServingModel, isNodeOnline, memoryFit, mergeModelEntries } from '../node-model-state.ts'
 import {
@@ -166,7 +167,7 @@ export function EditNodeBody({ node: initial }: { node: NodeRecord }) {
                 entry={entry}
                 busy={modelAction.isPending}
                 nodeOnline={online}
-                fit={memoryFit(entry.model.file_size_bytes, node.hardware)}
+                fit={memoryFit(catalogueSize(entry.model)?.bytes, node.hardware)}
                 onAction={(action) => void runAction(action)}
               />
             ))}

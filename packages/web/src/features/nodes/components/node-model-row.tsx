@@ -13,6 +13,7 @@ import {
 } from 'lucide-react'
 import { Button } from '../../../components/button.tsx'
 import { formatGigabytes, formatTokensPerSecond } from '../../../lib/format.ts'
+import { catalogueSize, formatModelSize } from '../../../lib/model-size.ts'
 import { modelLabel } from '../../../lib/node-records.ts'
 import {
   canDeleteModel,
@@ -42,13 +43,14 @@ export function NodeModelRow({ entry, busy, nodeOnline, fit, onAction }: NodeMod
   const phase = nodeModelPhase(record)
   const percent = parseDownloadPercent(record?.download_progress)
   const loadFailed = servingFailed(record)
+  const size = catalogueSize(model)
   return (
     <li className="rounded-lg border border-slate-200 p-3 dark:border-slate-800">
       <div className="flex flex-col gap-2 sm:flex-row sm:items-start sm:justify-between sm:gap-3">
         <div className="min-w-0">
           <p className="truncate font-medium text-slate-900 dark:text-white">{modelLabel(model)}</p>
           <p className="mt-0.5 flex flex-wrap gap-x-3 text-xs text-slate-500 dark:text-slate-400">
-            {model.file_size_bytes ? <span>{formatGigabytes(model.file_size_bytes)}</span> : null}
+            {size ? <span>{formatModelSize(size)}</span> : null}
             {phase === 'serving' &&
               (nodeOnline ? (
                 <span className="inline-flex items-center gap-1 font-medium text-emerald-700 dark:text-emerald-300">
