@@ -54,14 +54,8 @@ export async function settleRequest(
   uow: UnitOfWork,
   c: Completion,
 ): Promise<SettledRequest | null> {
-  const trx = uow.trx
-  const request = await trx
-    .selectFrom('requests as r')
-    .innerJoin('models as m', 'm.id', 'r.model')
-    .select(['r.user', 'r.conversation', 'r.reserved', 'm.credit_multiplier'])
-    .where('r.id', '=', c.requestId)
-    .executeTakeFirst()
-  const node = await lockNode(trx, c.nodeId)
+  const request = await readPricedRequest(uow.trx, c.requestId)
+  const node = await lockNode(uow.trx, c.nodeId)
   if (!request || !node) return null
   const now = nowDate()
   const marked = await uow.update('requests', (q) =>
@@ -84,45 +78,9 @@ export async function settleRequest(
       .where('status', 'in', OPEN_STATUSES),
   )
   if (marked.length !== 1) return null
-
-  const user = String(request.user)
-  const nodeOwner = String(node.user)
-  const selfDealing = isSelfDealing(user, nodeOwner)
-  const reserved = Number(request.reserved ?? 0)
-  const balance = await releaseHoldLocked(uow, user, reserved)
-  // Never more than the hold (output is capped by the reservation's output cap) and never more
-  // than the balance (an admin debit during the job may have taken part of the held credits).
-  const cost = selfDealing
-    ? 0
-    : Math.max(
-        0,
-        Math.min(
-          requestCostUnits(c.tokensInput, c.tokensOutput, Number(request.credit_multiplier ?? 0)),
-          reserved,
-          balance,
-        ),
-      )
-  await payForRequest(uow, {
-    requestId: c.requestId,
-    nodeId: c.nodeId,
-    held: node.held,
-    user,
-    nodeOwner,
-    cost,
-  })
-  if (cost > 0) await uow.update('requests', (q) => q.set({ cost }).where('id', '=', c.requestId))
-  if (request.conversation) {
-    await uow.update('conversations', (q) =>
-      q
-        .set({
-          message_count: sql`COALESCE(message_count, 0) + 1`,
-          last_message_at: now,
-          updated: now,
-        })
-        .where('id', '=', request.conversation),
-    )
-  }
-  if (!selfDealing) {
+  const settled = await chargeAnswer(uow, request, c, node, { free: false })
+  await countMessage(uow, request.conversation, now)
+  if (!isSelfDealing(settled.user, settled.nodeOwner)) {
     await uow.update('nodes', (q) =>
       q
         .set({
@@ -133,7 +91,80 @@ export async function settleRequest(
         .where('id', '=', c.nodeId),
     )
   }
+  return settled
+}
+
+/** The request with what pricing it needs; undefined when it does not exist. */
+function readPricedRequest(trx: Db, requestId: string) {
+  return trx
+    .selectFrom('requests as r')
+    .innerJoin('models as m', 'm.id', 'r.model')
+    .select(['r.user', 'r.conversation', 'r.reserved', 'm.credit_multiplier'])
+    .where('r.id', '=', requestId)
+    .executeTakeFirst()
+}
+
+type PricedRequest = NonNullable<Awaited<ReturnType<typeof readPricedRequest>>>
+
+/** What these counts cost, never more than any cap (the hold, what the user can spend) nor below 0. */
+function cappedCost(
+  tokensInput: number,
+  tokensOutput: number,
+  multiplierUnits: number,
+  ...caps: number[]
+): number {
+  return Math.max(
+    0,
+    Math.min(requestCostUnits(tokensInput, tokensOutput, multiplierUnits), ...caps),
+  )
+}
+
+/**
+ * Releases the request's hold and charges its answer (nothing when `free` or self-dealing), the
+ * cost recorded on the request. Never more than the hold (output is capped by the reservation's
+ * output cap) and never more than the balance (an admin debit during the job may have taken part
+ * of the held credits).
+ */
+async function chargeAnswer(
+  uow: UnitOfWork,
+  request: PricedRequest,
+  c: Pick<Completion, 'requestId' | 'nodeId' | 'tokensInput' | 'tokensOutput'>,
+  node: LockedNode | null,
+  { free }: { free: boolean },
+): Promise<SettledRequest> {
+  const user = String(request.user)
+  const nodeOwner = node ? node.user : ''
+  const reserved = Number(request.reserved ?? 0)
+  const balance = await releaseHoldLocked(uow, user, reserved)
+  const multiplier = Number(request.credit_multiplier ?? 0)
+  const cost =
+    free || isSelfDealing(user, nodeOwner)
+      ? 0
+      : cappedCost(c.tokensInput, c.tokensOutput, multiplier, reserved, balance)
+  await payForRequest(uow, {
+    requestId: c.requestId,
+    nodeId: c.nodeId,
+    held: node?.held ?? false,
+    user,
+    nodeOwner,
+    cost,
+  })
+  if (cost > 0) await uow.update('requests', (q) => q.set({ cost }).where('id', '=', c.requestId))
   return { user, nodeOwner, conversation: String(request.conversation ?? ''), cost }
+}
+
+/** One more message in the request's conversation (none for a request made without one). */
+async function countMessage(uow: UnitOfWork, conversation: unknown, now: string): Promise<void> {
+  if (!conversation) return
+  await uow.update('conversations', (q) =>
+    q
+      .set({
+        message_count: sql`COALESCE(message_count, 0) + 1`,
+        last_message_at: now,
+        updated: now,
+      })
+      .where('id', '=', String(conversation)),
+  )
 }
 
 /**
@@ -184,7 +215,13 @@ async function payForRequest(
  * commit: a canary verdict (which locks the node first, then balances) cannot graduate or fail the
  * node between this read and the payment, and both take their locks in the same order.
  */
-async function lockNode(trx: Db, nodeId: string) {
+interface LockedNode {
+  user: string
+  /** On probation: its owner's earnings are held. */
+  held: boolean
+}
+
+async function lockNode(trx: Db, nodeId: string): Promise<LockedNode | null> {
   const row = await trx
     .updateTable('nodes')
     .set({ updated: sql`updated` })
@@ -205,36 +242,18 @@ async function releaseHoldLocked(uow: UnitOfWork, user: string, amount: number):
 }
 
 /** Fails a request and releases its whole hold; false when it had already ended. */
-export async function failRequest(
+export function failRequest(
   uow: UnitOfWork,
   requestId: string,
   errorMessage: string,
   canRetry: boolean,
 ): Promise<boolean> {
-  const trx = uow.trx
-  const request = await trx
-    .selectFrom('requests')
-    .select(['user', 'reserved'])
-    .where('id', '=', requestId)
-    .executeTakeFirst()
-  if (!request) return false
-  const marked = await uow.update('requests', (q) =>
-    q
-      .set({
-        status: 'failed',
-        error_message: errorMessage,
-        can_retry: canRetry ? 1 : 0,
-        is_partial: 0,
-        response: '',
-        reserved: 0,
-        updated: nowDate(),
-      })
-      .where('id', '=', requestId)
-      .where('status', 'in', OPEN_STATUSES),
-  )
-  if (marked.length !== 1) return false
-  await releaseHold(uow, String(request.user), Number(request.reserved ?? 0))
-  return true
+  return endReleasingHold(uow, requestId, {
+    status: 'failed',
+    error_message: errorMessage,
+    can_retry: canRetry ? 1 : 0,
+    response: '',
+  })
 }
 
 /**
@@ -242,7 +261,21 @@ export async function failRequest(
  * the deleting transaction: cancelled and its hold released in the same step. False when it had
  * already ended. The scheduler then cancels the node's job and charges what was streamed.
  */
-export async function endDeletedRequest(uow: UnitOfWork, requestId: string): Promise<boolean> {
+export function endDeletedRequest(uow: UnitOfWork, requestId: string): Promise<boolean> {
+  return endReleasingHold(uow, requestId, { status: 'cancelled' })
+}
+
+/** Ends an open request with nothing to pay, releasing its whole hold; false when already ended. */
+async function endReleasingHold(
+  uow: UnitOfWork,
+  requestId: string,
+  end: {
+    status: 'failed' | 'cancelled'
+    error_message?: string
+    can_retry?: number
+    response?: string
+  },
+): Promise<boolean> {
   const request = await uow.trx
     .selectFrom('requests')
     .select(['user', 'reserved'])
@@ -251,7 +284,7 @@ export async function endDeletedRequest(uow: UnitOfWork, requestId: string): Pro
   if (!request) return false
   const marked = await uow.update('requests', (q) =>
     q
-      .set({ status: 'cancelled', reserved: 0, is_partial: 0, updated: nowDate() })
+      .set({ ...end, reserved: 0, is_partial: 0, updated: nowDate() })
       .where('id', '=', requestId)
       .where('status', 'in', OPEN_STATUSES),
   )
@@ -284,16 +317,10 @@ export async function cancelRequest(
   uow: UnitOfWork,
   c: Cancellation,
 ): Promise<SettledRequest | null> {
-  const trx = uow.trx
-  const request = await trx
-    .selectFrom('requests as r')
-    .innerJoin('models as m', 'm.id', 'r.model')
-    .select(['r.user', 'r.conversation', 'r.reserved', 'm.credit_multiplier'])
-    .where('r.id', '=', c.requestId)
-    .executeTakeFirst()
+  const request = await readPricedRequest(uow.trx, c.requestId)
   if (!request) return null
   // Locked first, like settlement: a canary verdict cannot cross the payment.
-  const node = c.nodeId ? await lockNode(trx, c.nodeId) : null
+  const node = c.nodeId ? await lockNode(uow.trx, c.nodeId) : null
   const produced = Boolean(node) && c.tokensOutput > 0
   const now = nowDate()
   const marked = await uow.update('requests', (q) =>
@@ -316,43 +343,10 @@ export async function cancelRequest(
       .where('status', 'in', OPEN_STATUSES),
   )
   if (marked.length !== 1) return null
-  const user = String(request.user)
-  const nodeOwner = node ? String(node.user) : ''
-  const reserved = Number(request.reserved ?? 0)
-  const balance = await releaseHoldLocked(uow, user, reserved)
-  const cost =
-    !produced || isSelfDealing(user, nodeOwner)
-      ? 0
-      : Math.max(
-          0,
-          Math.min(
-            requestCostUnits(c.tokensInput, c.tokensOutput, Number(request.credit_multiplier ?? 0)),
-            reserved,
-            balance,
-          ),
-        )
-  await payForRequest(uow, {
-    requestId: c.requestId,
-    nodeId: c.nodeId,
-    held: node?.held ?? false,
-    user,
-    nodeOwner,
-    cost,
-  })
-  if (cost > 0) await uow.update('requests', (q) => q.set({ cost }).where('id', '=', c.requestId))
+  const settled = await chargeAnswer(uow, request, c, node, { free: !produced })
   // A stopped answer with text is a message of its conversation, like a completed one.
-  if (produced && request.conversation) {
-    await uow.update('conversations', (q) =>
-      q
-        .set({
-          message_count: sql`COALESCE(message_count, 0) + 1`,
-          last_message_at: now,
-          updated: now,
-        })
-        .where('id', '=', request.conversation),
-    )
-  }
-  return { user, nodeOwner, conversation: String(request.conversation ?? ''), cost }
+  if (produced) await countMessage(uow, request.conversation, now)
+  return settled
 }
 
 export interface StreamedCharge {
@@ -379,7 +373,7 @@ export async function chargeDeletedRequest(
 ): Promise<SettledRequest | null> {
   const trx = uow.trx
   const node = await lockNode(trx, s.nodeId)
-  if (!node || isSelfDealing(s.user, String(node.user))) return null
+  if (!node || isSelfDealing(s.user, node.user)) return null
   const [row] = await uow.update('user_balances', (q) =>
     q.set({ updated: nowDate() }).where('user', '=', s.user),
   )
@@ -392,25 +386,17 @@ export async function chargeDeletedRequest(
     .executeTakeFirst()
   if (charged) return null
   const free = Number(row.balance) - Number(row.held)
-  const cost = Math.max(
-    0,
-    Math.min(
-      requestCostUnits(s.tokensInput, s.tokensOutput, s.multiplierUnits),
-      s.reservedUnits,
-      free,
-    ),
-  )
+  const cost = cappedCost(s.tokensInput, s.tokensOutput, s.multiplierUnits, s.reservedUnits, free)
   if (cost <= 0) return null
-  const nodeOwner = String(node.user)
   await payForRequest(uow, {
     requestId: s.requestId,
     nodeId: s.nodeId,
     held: node.held,
     user: s.user,
-    nodeOwner,
+    nodeOwner: node.user,
     cost,
   })
-  return { user: s.user, nodeOwner, conversation: '', cost }
+  return { user: s.user, nodeOwner: node.user, conversation: '', cost }
 }
 
 /** Lowers a node's reputation after it dropped or stalled a job. */
