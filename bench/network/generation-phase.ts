@@ -5,25 +5,15 @@
  */
 import { readFileSync } from 'node:fs'
 import { startAgent } from '@meshwork/node'
-import type { Sampling } from '@meshwork/protocol'
 import { median, percentile } from '../lib/coordinator-process.ts'
 import { openDirectEngine, type GenerationSample } from './measure-direct.ts'
 import { openNetworkPath, type NetworkSample } from './measure-network.ts'
 import { openOpenAiPath } from './measure-openai.ts'
 import { api, linkNode, signUp, waitFor } from './network-client.ts'
+import { greedySampling } from '../lib/sampling.ts'
 
 const prompt = 'Once upon a time, there was a little girl who'
-// What the coordinator sends for a chat message (its config defaults, temperature from the send).
-const sampling: Sampling = {
-  temperature: 0,
-  top_p: 0.9,
-  top_k: 40,
-  repeat_penalty: 1.1,
-  frequency_penalty: 0,
-  presence_penalty: 0,
-  max_tokens: 256,
-  context_length: 8000,
-}
+const sampling = greedySampling
 
 export async function measureGeneration(opts: {
   url: string

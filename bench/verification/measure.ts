@@ -16,6 +16,7 @@ import {
   seededRandom,
 } from '../../packages/server/src/core/verification/canary-prompts.ts'
 import { madeUpStories } from './made-up-stories.ts'
+import { greedySampling } from '../lib/sampling.ts'
 
 const MODELS = new URL('../../../shared/models/', import.meta.url).pathname
 const stories = `${MODELS}stories260K.gguf`
@@ -23,16 +24,7 @@ const tiny = `${MODELS}llama-2-tiny-random.gguf`
 const canaries = Number(process.env.CANARIES ?? 40)
 const sameCanaries = Number(process.env.SAME_CANARIES ?? 5)
 const seed = Number(process.env.SEED ?? 1)
-const sampling: Sampling = {
-  temperature: 0,
-  top_p: 0.9,
-  top_k: 40,
-  repeat_penalty: 1.1,
-  frequency_penalty: 0,
-  presence_penalty: 0,
-  max_tokens: 256,
-  context_length: 8000,
-}
+const sampling = greedySampling
 
 interface Answer {
   prompt: string

@@ -18,6 +18,7 @@ import {
   type TestUser,
 } from '../../e2e/harness/coordinator.ts'
 import { median } from '../lib/coordinator-process.ts'
+import { mainThreadMs, newestAnswerShownAt, watchMainThread } from './newest-answer.ts'
 import { loadavg } from 'node:os'
 
 const runs = Number(process.env.RUNS ?? 9)
@@ -54,29 +55,12 @@ async function load(browser: Browser, s: Side) {
     await earlier.close()
   }
   const page = await context.newPage()
-  const cdp = await context.newCDPSession(page)
-  await cdp.send('Performance.enable', { timeDomain: 'threadTicks' } as never)
+  const cdp = await watchMainThread(page)
   await page.goto(`${s.server.url}/chat?c=${s.conversation}`, { waitUntil: 'commit' })
-  const handle = await page.waitForFunction(
-    (m) => {
-      const log = document.querySelector('[role="log"]')
-      const answer = Array.from(log?.querySelectorAll('.markdown') ?? []).find(
-        (el) => el.textContent?.includes(m) && el.querySelector('strong'),
-      )
-      if (!log || !answer) return false
-      const box = answer.getBoundingClientRect()
-      const view = log.getBoundingClientRect()
-      return box.top >= view.top && box.bottom <= view.bottom + 1 ? performance.now() : false
-    },
-    `Reply number ${seed}:`,
-    { polling: 'raf', timeout: 30_000 },
-  )
-  const ms = (await handle.jsonValue()) as number
-  const metrics = (await cdp.send('Performance.getMetrics')) as {
-    metrics: Array<{ name: string; value: number }>
-  }
+  const ms = await newestAnswerShownAt(page, `Reply number ${seed}:`)
+  const cpu = await mainThreadMs(cdp)
   await context.close()
-  return { ms, cpu: 1000 * (metrics.metrics.find((m) => m.name === 'ThreadTime')?.value ?? NaN) }
+  return { ms, cpu }
 }
 
 const sides = [await side('A', distA), await side('B', distB)]

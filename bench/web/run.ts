@@ -26,6 +26,7 @@ import {
 } from '../../e2e/harness/coordinator.ts'
 import { repoRoot, webRoot } from '../../e2e/harness/web-build.ts'
 import { median } from '../lib/coordinator-process.ts'
+import { mainThreadMs, newestAnswerShownAt, watchMainThread } from './newest-answer.ts'
 
 const runs = Number(process.env.RUNS ?? 5)
 const seed = Number(process.env.SEED ?? 200)
@@ -107,32 +108,10 @@ async function renderTimes(
   for (let i = 0; i < runs + 1; i++) {
     const context = await coldContext(browser, user)
     const page = await context.newPage()
-    // The page's main-thread CPU time as well: a figure the machine's other load moves far less.
-    const cdp = await context.newCDPSession(page)
-    await cdp.send('Performance.enable', { timeDomain: 'threadTicks' } as never)
+    const cdp = await watchMainThread(page)
     await page.goto(`${server.url}/chat?c=${conversationId}`, { waitUntil: 'commit' })
-    // Done when the newest answer is on screen as the reader sees it: rendered markdown (its
-    // **bold** is a <strong>), inside the message list's visible area.
-    const handle = await page.waitForFunction(
-      (m) => {
-        const log = document.querySelector('[role="log"]')
-        if (!log) return false
-        const answer = Array.from(log.querySelectorAll('.markdown')).find(
-          (el) => el.textContent?.includes(m) && el.querySelector('strong'),
-        )
-        if (!answer) return false
-        const box = answer.getBoundingClientRect()
-        const view = log.getBoundingClientRect()
-        return box.top >= view.top && box.bottom <= view.bottom + 1 ? performance.now() : false
-      },
-      marker,
-      { polling: 'raf', timeout: 30_000 },
-    )
-    const ms = (await handle.jsonValue()) as number
-    const metrics = (await cdp.send('Performance.getMetrics')) as {
-      metrics: Array<{ name: string; value: number }>
-    }
-    const threadMs = 1000 * (metrics.metrics.find((m) => m.name === 'ThreadTime')?.value ?? NaN)
+    const ms = await newestAnswerShownAt(page, marker)
+    const threadMs = await mainThreadMs(cdp)
     rendered = await page.locator('[role="log"] [data-role="user-message"]').count()
     if (rendered < 1 || rendered >= shown)
       throw new Error(
@@ -175,24 +154,9 @@ async function openTimes(
       ),
     )
     await target.click()
-    const handle = await page.waitForFunction(
-      (m) => {
-        const log = document.querySelector('[role="log"]')
-        const answer = Array.from(log?.querySelectorAll('.markdown') ?? []).find(
-          (el) => el.textContent?.includes(m) && el.querySelector('strong'),
-        )
-        if (!log || !answer) return false
-        const box = answer.getBoundingClientRect()
-        const view = log.getBoundingClientRect()
-        const clickAt = (window as unknown as { clickAt?: number }).clickAt
-        return clickAt !== undefined && box.top >= view.top && box.bottom <= view.bottom + 1
-          ? performance.now() - clickAt
-          : false
-      },
-      `Reply number ${seed}:`,
-      { polling: 'raf', timeout: 30_000 },
-    )
-    const ms = (await handle.jsonValue()) as number
+    const shownAt = await newestAnswerShownAt(page, `Reply number ${seed}:`)
+    const ms =
+      shownAt - (await page.evaluate(() => (window as unknown as { clickAt: number }).clickAt))
     await context.close()
     if (i > 0) times.push(ms)
   }
