@@ -12,7 +12,7 @@ import { modelId } from './fixtures.ts'
 import { dialects, signUp, startTestServer, type TestServer } from './harness.ts'
 import { hostileNode, streamThenWait } from './support/hostile-node.ts'
 import { balanceOf, expectAuditPasses, txsOf } from './support/ledger.ts'
-import { postJson, waitUntil } from './support/network.ts'
+import { postJson, sendChat, waitUntil } from './support/network.ts'
 
 describe.each(dialects)('[%s] stop generating: POST /api/requests/cancel', (dialect) => {
   let server: TestServer
@@ -27,16 +27,8 @@ describe.each(dialects)('[%s] stop generating: POST /api/requests/cancel', (dial
   const uid = (pb: PocketBase) => pb.authStore.record!.id
   const newChat = async (pb: PocketBase) =>
     (await pb.collection('conversations').create({ title: 'New Chat', user: uid(pb) })).id
-  const send = async (pb: PocketBase, conversation: string, prompt: string) => {
-    const res = await postJson(
-      server,
-      '/api/chat/send',
-      { conversation_id: conversation, model_id: stories, prompt },
-      pb.authStore.token,
-    )
-    expect(res.status).toBe(200)
-    return res.body.request_id as string
-  }
+  const send = (pb: PocketBase, conversation: string, prompt: string) =>
+    sendChat(server, pb, { conversation, model: stories, prompt })
   const cancel = (pb: PocketBase | null, body: unknown) =>
     postJson(server, '/api/requests/cancel', body, pb?.authStore.token)
   const inference = async (user: string) =>

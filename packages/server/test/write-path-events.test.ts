@@ -16,7 +16,7 @@ import { withUnitOfWork } from '../src/core/records/unit-of-work.ts'
 import { modelId } from './fixtures.ts'
 import { dialects, signUp, startTestServer, type TestServer } from './harness.ts'
 import { hostileNode, type HostileNode } from './support/hostile-node.ts'
-import { postJson, waitUntil } from './support/network.ts'
+import { postJson, sendChat, waitUntil } from './support/network.ts'
 import { openStream, postSubscriptions, type RawStream } from './support/sse.ts'
 
 const TOPICS = ['requests/*', 'conversations/*', 'user_balances/*', 'user_credit_txs/*']
@@ -74,16 +74,8 @@ describe.each(dialects)('[%s] one write path: the events of the chat flow', (dia
   const eventsUpTo = async (stream: RawStream, n: number) =>
     (await stream.waitFor(n)).map(describeEvent)
 
-  const send = async (pb: PocketBase, conversation: string, prompt: string) => {
-    const res = await postJson(
-      server,
-      '/api/chat/send',
-      { conversation_id: conversation, model_id: stories, prompt },
-      pb.authStore.token,
-    )
-    expect(res.status).toBe(200)
-    return res.body.request_id as string
-  }
+  const send = (pb: PocketBase, conversation: string, prompt: string) =>
+    sendChat(server, pb, { conversation, model: stories, prompt })
 
   const nextJob = (count: number) => waitUntil(() => jobs[count], 10_000, 'a job offer')
 

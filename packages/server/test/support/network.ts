@@ -28,6 +28,22 @@ export async function postJson(server: TestServer, path: string, body: unknown, 
   return { status: res.status, body: (await res.json()) as Record<string, unknown> }
 }
 
+/** Sends a chat message as `pb`'s user; answers the new request's id (a refused send throws). */
+export async function sendChat(
+  server: TestServer,
+  pb: PocketBase,
+  message: { conversation: string; model: string; prompt: string },
+): Promise<string> {
+  const res = await postJson(
+    server,
+    '/api/chat/send',
+    { conversation_id: message.conversation, model_id: message.model, prompt: message.prompt },
+    pb.authStore.token,
+  )
+  if (res.status !== 200) throw new Error(`send refused: ${res.status} ${JSON.stringify(res.body)}`)
+  return res.body.request_id as string
+}
+
 /** Runs the device-link flow for the signed-in owner and returns the node's credential. */
 export async function linkNode(server: TestServer, owner: PocketBase, deviceName = 'Test node') {
   const start = await postJson(server, '/api/auth/start-flow', { device_name: deviceName })
