@@ -2,7 +2,12 @@
  * @module Assembles and runs one coordinator process: core, realtime hub, HTTP routes, the SSE
  * stream and the web app, on one port. Tests and `main.ts` both start it through here.
  */
-import { createServer as createHttpServer, type Server } from 'node:http'
+import {
+  createServer as createHttpServer,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { fileURLToPath } from 'node:url'
 import { getRequestListener } from '@hono/node-server'
@@ -18,6 +23,7 @@ import { handleRealtimeStream } from './apis/realtime.ts'
 import { createRouter } from './apis/router.ts'
 import { createOriginResolver } from './apis/client-origin.ts'
 import { setSecurityHeaders } from './apis/security-headers.ts'
+import { createRecordReadShortcut, type RecordReadShortcut } from './apis/record-read-shortcut.ts'
 import { bindWebApp } from './apis/web-app.ts'
 import { bindModelDownload } from './apis/model-download.ts'
 import { BuiltinModels } from './core/models/builtin-models.ts'
@@ -44,6 +50,8 @@ export interface RunningServer {
   realtime: RealtimeService
   network: InferenceNetwork
   app: Hono
+  /** Plain record reads answered outside Hono (tests turn it off to compare the two paths). */
+  recordReads: RecordReadShortcut
   http: Server
   url: string
   port: number
@@ -129,6 +137,9 @@ export async function startServer(
     ],
   })
   const listener = getRequestListener(app.fetch)
+  const throughHono = (req: IncomingMessage, res: ServerResponse) =>
+    background(listener(req, res), 'HTTP request')
+  const recordReads = createRecordReadShortcut(core, throughHono, metrics)
   let draining = false
   const http = createHttpServer((req, res) => {
     // Draining: clients (and balancers) reconnect elsewhere for their next request.
@@ -148,7 +159,7 @@ export async function startServer(
       })
       return
     }
-    background(listener(req, res), 'HTTP request')
+    if (!recordReads.take(req, res)) throughHono(req, res)
   })
   http.keepAliveTimeout = 65_000
   const closeGateway = attachNodeGateway(http, core.database, network.registry)
@@ -161,6 +172,7 @@ export async function startServer(
     realtime,
     network,
     app,
+    recordReads,
     http,
     port,
     url: `http://${host}:${port}`,

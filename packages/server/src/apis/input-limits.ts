@@ -33,8 +33,12 @@ const DEFAULT_QUERY_LIMIT = 1000
  * name is a 404, an overlong query parameter a 400.
  */
 export function checkUrlLimits(c: Context): void {
-  for (const segment of c.req.path.split('/')) if (segment.length > MAX_SHORT_TEXT) throw notFound()
-  const url = c.req.url
+  checkUrl(c.req.path, c.req.url)
+}
+
+/** checkUrlLimits on a request's path and full URL (the record-read shortcut has no Context). */
+export function checkUrl(path: string, url: string): void {
+  for (const segment of path.split('/')) if (segment.length > MAX_SHORT_TEXT) throw notFound()
   const queryStart = url.indexOf('?')
   if (queryStart !== -1) {
     for (const [name, value] of new URLSearchParams(url.slice(queryStart + 1))) {

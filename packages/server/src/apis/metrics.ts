@@ -22,6 +22,8 @@ export interface MetricsSources {
 export interface Metrics {
   /** Counts and times every request; mount before the routes. */
   middleware: MiddlewareHandler
+  /** Counts one answered request (what the middleware does, for answers given outside Hono). */
+  observe(method: string, route: string, status: number, start: number): void
   bind(app: Hono): void
   close(): void
 }
@@ -146,15 +148,18 @@ export function createMetrics(token: string, { core, hub, network }: MetricsSour
     return given.length === expected.length && timingSafeEqual(given, expected)
   }
 
+  const observe = (method: string, route: string, status: number, start: number) => {
+    requests.inc({ method, route, status: String(status) })
+    duration.observe({ method, route }, (performance.now() - start) / 1000)
+  }
+
   return {
     async middleware(c, next) {
       const start = performance.now()
       await next()
-      const route = routePath(c, -1) || 'unmatched'
-      const method = c.req.method
-      requests.inc({ method, route, status: String(c.res.status) })
-      duration.observe({ method, route }, (performance.now() - start) / 1000)
+      observe(c.req.method, routePath(c, -1) || 'unmatched', c.res.status, start)
     },
+    observe,
     bind(app) {
       app.get('/api/metrics', async (c) => {
         if (!authorized(c.req.header('authorization'))) throw unauthorized()

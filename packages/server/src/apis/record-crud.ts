@@ -16,8 +16,12 @@ import { jsonLongerThan } from '../tools/json-shape.ts'
 import { callerOf, clientAddress } from './caller.ts'
 import { readBody } from './request-body.ts'
 
+/** The route patterns of a list and of one record (the access log names them). */
+export const RECORDS_ROUTE = '/api/collections/:collection/records'
+export const RECORD_ROUTE = `${RECORDS_ROUTE}/:id`
+
 export function bindRecordCrud(app: Hono, core: CoreApp) {
-  const base = '/api/collections/:collection/records'
+  const base = RECORDS_ROUTE
   // Sign-ups per client address per hour (MESHWORK_SIGNUP_LIMIT): each new account is given
   // credits. Counted before the account is created, so parallel sign-ups cannot pass together;
   // one that fails validation gives its count back.
@@ -41,22 +45,11 @@ export function bindRecordCrud(app: Hono, core: CoreApp) {
     checkFields(c, collection)
     const caller = await callerOf(c, core.auth)
     const q = c.req.query()
-    const result = await core.records.list(
-      caller,
-      collection,
-      {
-        page: intParam(q.page, 'page'),
-        perPage: intParam(q.perPage, 'perPage'),
-        sort: q.sort,
-        filter: q.filter,
-        skipTotal: boolParam(q.skipTotal),
-      },
-      q.expand,
-    )
+    const result = await core.records.list(caller, collection, listOptions(q), q.expand)
     return respond(c, result)
   })
 
-  app.get(`${base}/:id`, async (c) => {
+  app.get(RECORD_ROUTE, async (c) => {
     const collection = requireCollection(c.req.param('collection'))
     checkFields(c, collection)
     const caller = await callerOf(c, core.auth)
@@ -132,14 +125,31 @@ export function respond(c: Context, data: unknown) {
     const list = data as { items: unknown[] }
     out = { ...list, items: list.items.map((item) => pickFields(item, pick)) }
   } else if (pick) out = pickFields(data, pick)
-  // Expand can multiply a page many times over (each item carrying the same large related
-  // records); serialising tens of MB would hold the event loop, so such an answer is refused.
+  checkResponseSize(out)
+  return c.json(out)
+}
+
+/**
+ * Expand can multiply a page many times over (each item carrying the same large related
+ * records); serialising tens of MB would hold the event loop, so such an answer is refused.
+ */
+export function checkResponseSize(out: unknown): void {
   if (jsonLongerThan(out)) {
     throw badRequest(
       'The response would be too large: ask for fewer records (perPage), expands or fields.',
     )
   }
-  return c.json(out)
+}
+
+/** A list's paging, sort and filter from its query parameters (400 for malformed numbers). */
+export function listOptions(q: Record<string, string | undefined>) {
+  return {
+    page: intParam(q.page, 'page'),
+    perPage: intParam(q.perPage, 'perPage'),
+    sort: q.sort,
+    filter: q.filter,
+    skipTotal: boolParam(q.skipTotal),
+  }
 }
 
 function intParam(value: string | undefined, name: string): number | undefined {

@@ -1,0 +1,140 @@
+/**
+ * @module The record-read shortcut: plain GET reads of records (a list, one record), the API's
+ * commonest calls, answered straight on node:http. Through Hono each one paid a fixed ~100 µs
+ * (Request and Response objects, the middleware chain, header conversions) beside a read that a
+ * bare server answers in ~45 µs (docs/performance.md, "Records against the stack's ceiling").
+ *
+ * It does what the Hono route does (record-crud.ts), through the same functions, and answers the
+ * same bytes: headers in the same order, the same JSON, the same access line, request id and
+ * metrics (test/record-read-shortcut.test.ts compares the two paths). It takes only what it can
+ * answer exactly: GET, a path and host Hono would read as they are, no `fields` or `expand`, a URL
+ * within the limits; and it answers only successes. Any error (unknown collection, a rule
+ * refusing, a malformed filter) hands the request to Hono, which reads again and answers in its
+ * own shape: a read changes nothing, so the second attempt costs only time, on error answers.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import { getQueryParam } from 'hono/utils/url'
+import type { CoreApp } from '../core/app.ts'
+import { requireCollection } from '../core/collections/registry.ts'
+import { log, withRequestId } from '../tools/log.ts'
+import { urlHasNul } from '../tools/nul.ts'
+import { logRequest, requestIdFor } from './access-log.ts'
+import { checkUrl } from './input-limits.ts'
+import type { Metrics } from './metrics.ts'
+import { checkResponseSize, listOptions, RECORD_ROUTE, RECORDS_ROUTE } from './record-crud.ts'
+
+export interface RecordReadShortcut {
+  /** Whether it takes requests; tests turn it off to get the Hono path's answer. */
+  enabled: boolean
+  /** Answers the request (true) when it is a plain record read, else leaves it (false). */
+  take(req: IncomingMessage, res: ServerResponse): boolean
+}
+
+// @hono/node-server uses a request's host and target as they are when they match these (its own
+// rules), and otherwise normalises them with `new URL`, which this does the same way.
+const plainHost = /^[a-z0-9._-]+(?::(?:[1-5]\d{3,4}|[6-9]\d{3}))?$/
+const plainTarget = /^\/[!#$&-;=?-[\]_a-z~]*$/
+const dotSegment = /\/\.\.?(?:[/?#]|$)/
+/** A list or one record, with names and ids that Hono would not decode. */
+const recordPath = /^\/api\/collections\/(\w+)\/records(?:\/(\w+))?$/
+
+export function createRecordReadShortcut(
+  core: CoreApp,
+  /** Where every request it does not answer goes: the Hono app's listener. */
+  hono: (req: IncomingMessage, res: ServerResponse) => void,
+  metrics?: Metrics,
+): RecordReadShortcut {
+  const read = async (
+    req: IncomingMessage,
+    name: string,
+    id: string | undefined,
+    query: Record<string, string>,
+  ): Promise<string> => {
+    const collection = requireCollection(name)
+    const caller = await core.auth.callerFromHeader(header(req, 'authorization'))
+    const data =
+      id === undefined
+        ? await core.records.list(caller, collection, listOptions(query), undefined)
+        : await core.records.view(caller, collection, id, undefined)
+    checkResponseSize(data)
+    return JSON.stringify(data)
+  }
+
+  const answer = async (
+    req: IncomingMessage,
+    res: ServerResponse,
+    name: string,
+    id: string | undefined,
+    query: Record<string, string>,
+  ) => {
+    const start = performance.now()
+    const reqId = requestIdFor(header(req, 'x-request-id'))
+    let body: string
+    try {
+      body = await withRequestId(reqId, () => read(req, name, id, query))
+    } catch {
+      return hono(req, res)
+    }
+    // Hono's order: its Headers (sorted, lower case), then the length node-server adds.
+    res.writeHead(200, {
+      'content-type': 'application/json',
+      'x-request-id': reqId,
+      'Content-Length': Buffer.byteLength(body),
+    })
+    res.end(body)
+    const route = id === undefined ? RECORDS_ROUTE : RECORD_ROUTE
+    logRequest(log, reqId, 'GET', route, 200, start)
+    metrics?.observe('GET', route, 200, start)
+  }
+
+  return {
+    enabled: true,
+    take(req, res) {
+      if (!this.enabled || req.method !== 'GET') return false
+      const target = req.url ?? ''
+      if (!target.startsWith('/api/collections/')) return false
+      const url = honoUrl(req.headers.host, target)
+      if (!url) return false
+      const pathStart = url.indexOf('/', url.indexOf(':') + 4)
+      const queryStart = url.indexOf('?', pathStart)
+      const path = queryStart === -1 ? url.slice(pathStart) : url.slice(pathStart, queryStart)
+      const match = recordPath.exec(path)
+      if (!match || urlHasNul(url)) return false
+      try {
+        checkUrl(path, url)
+      } catch {
+        return false
+      }
+      const query = (getQueryParam(url) ?? {}) as Record<string, string>
+      if ('fields' in query || 'expand' in query) return false
+      void answer(req, res, match[1], match[2], query)
+      return true
+    },
+  }
+}
+
+/** The request's URL as @hono/node-server builds it (plain HTTP), or null where it would fail. */
+function honoUrl(host: string | undefined, target: string): string | null {
+  if (!host || !plainHost.test(host)) return null
+  const url = `http://${host}${target}`
+  if (plainTarget.test(target) && !dotSegment.test(target)) return url
+  const backslash = target.indexOf('\\')
+  if (backslash !== -1 && (target.indexOf('?') === -1 || backslash < target.indexOf('?')))
+    return null
+  try {
+    return new URL(url).href
+  } catch {
+    return null
+  }
+}
+
+/** A request header as Hono's Headers gives it: repeated ones joined with ", ". */
+function header(req: IncomingMessage, lowerName: string): string | undefined {
+  const raw = req.rawHeaders
+  let value: string | undefined
+  for (let i = 0; i < raw.length; i += 2) {
+    if (raw[i].length === lowerName.length && raw[i].toLowerCase() === lowerName)
+      value = value === undefined ? raw[i + 1] : `${value}, ${raw[i + 1]}`
+  }
+  return value
+}
