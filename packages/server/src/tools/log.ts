@@ -54,11 +54,15 @@ export function createLogger(options: LogOptions = {}): Logger {
 
 /** Most milliseconds a line waits in the batch before it is written. */
 const BATCH_MS = 100
+/** Where a JSON line's level number starts (`{"level":`); warn is 40, error 50, fatal 60. */
+const LEVEL_AT = 9
+const FOUR = '4'.charCodeAt(0)
 
 /**
  * JSON lines to stdout in batches: a write once 4 KB of lines are waiting, else at most BATCH_MS
- * after the first one. One write per line (the access line of every request) cost about a tenth
- * of a small read's CPU (docs/performance.md, "Records against the stack's ceiling"). pino
+ * after the first one. pino's default writes whatever waits as soon as its last write is done:
+ * under load that was a write every few access lines, and those writes and their callbacks took
+ * ~8 % of a small read's CPU (docs/performance.md, "Records against the stack's ceiling"). pino
  * writes out what is left when the process exits, as it did before.
  */
 function batchedStdout(): DestinationStream {
@@ -66,12 +70,18 @@ function batchedStdout(): DestinationStream {
   let timer: NodeJS.Timeout | undefined
   const flush = () => {
     timer = undefined
-    out.flush()
+    try {
+      out.flush()
+    } catch {
+      // Ended: pino ends the stream when the event loop empties (beforeExit), this timer aside.
+    }
   }
   return {
     write(line: string) {
       out.write(line)
-      timer ??= setTimeout(flush, BATCH_MS).unref()
+      // Warnings and errors go out at once (with the lines before them), as people wait on them.
+      if (line.charCodeAt(LEVEL_AT) >= FOUR) out.flush()
+      else timer ??= setTimeout(flush, BATCH_MS).unref()
     },
   }
 }
