@@ -22,7 +22,7 @@ import type { RecordBusMessage } from './core/records/record-events.ts'
 import { handleRealtimeStream } from './apis/realtime.ts'
 import { createRouter } from './apis/router.ts'
 import { createOriginResolver } from './apis/client-origin.ts'
-import { setSecurityHeaders } from './apis/security-headers.ts'
+import { setCommonHeaders } from './apis/security-headers.ts'
 import { createRecordReadShortcut, type RecordReadShortcut } from './apis/record-read-shortcut.ts'
 import { bindWebApp } from './apis/web-app.ts'
 import { bindModelDownload } from './apis/model-download.ts'
@@ -137,16 +137,19 @@ export async function startServer(
     ],
   })
   const listener = getRequestListener(app.fetch)
-  const throughHono = (req: IncomingMessage, res: ServerResponse) =>
+  const throughHono = (req: IncomingMessage, res: ServerResponse) => {
+    setCommonHeaders(res)
     background(listener(req, res), 'HTTP request')
+  }
   const recordReads = createRecordReadShortcut(core, throughHono, metrics)
   let draining = false
   const http = createHttpServer((req, res) => {
     // Draining: clients (and balancers) reconnect elsewhere for their next request.
     if (draining) res.setHeader('Connection', 'close')
-    res.setHeader('Access-Control-Allow-Origin', '*')
-    setSecurityHeaders(res)
+    // It sends the common headers itself, or gives the request to Hono (throughHono sets them).
+    if (recordReads.take(req, res)) return
     if (req.method === 'GET' && req.url?.split('?')[0] === '/api/realtime') {
+      setCommonHeaders(res)
       // Opening a stream reads Redis when scaled out: unreachable, the client gets a 503 it can
       // retry, and the process goes on.
       handleRealtimeStream(realtime, req, res, resolveOrigin(req).address).catch((err) => {
@@ -159,7 +162,7 @@ export async function startServer(
       })
       return
     }
-    if (!recordReads.take(req, res)) throughHono(req, res)
+    throughHono(req, res)
   })
   http.keepAliveTimeout = 65_000
   const closeGateway = attachNodeGateway(http, core.database, network.registry)

@@ -20,6 +20,7 @@ import { log, withRequestId } from '../tools/log.ts'
 import { urlHasNul } from '../tools/nul.ts'
 import { logRequest, requestIdFor } from './access-log.ts'
 import { checkUrl } from './input-limits.ts'
+import { COMMON_HEADERS } from './security-headers.ts'
 import type { Metrics } from './metrics.ts'
 import { checkResponseSize, listOptions, RECORD_ROUTE, RECORDS_ROUTE } from './record-crud.ts'
 
@@ -75,12 +76,17 @@ export function createRecordReadShortcut(
     } catch {
       return hono(req, res)
     }
-    // Hono's order: its Headers (sorted, lower case), then the length node-server adds.
-    res.writeHead(200, {
-      'content-type': 'application/json',
-      'x-request-id': reqId,
-      'Content-Length': Buffer.byteLength(body),
-    })
+    // The order of the Hono path: the common headers server.ts sets there, Hono's Headers
+    // (sorted, lower case), then the length node-server adds.
+    res.writeHead(200, [
+      ...COMMON_HEADERS,
+      'content-type',
+      'application/json',
+      'x-request-id',
+      reqId,
+      'Content-Length',
+      String(Buffer.byteLength(body)),
+    ])
     res.end(body)
     const route = id === undefined ? RECORDS_ROUTE : RECORD_ROUTE
     logRequest(log, reqId, 'GET', route, 200, start)

@@ -12,12 +12,27 @@ import type { ServerResponse } from 'node:http'
 export const API_CSP =
   "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
 
-/** Headers every response carries; set on Node's response, so they cost no Hono header work. */
-export function setSecurityHeaders(res: ServerResponse) {
-  res.setHeader('X-Content-Type-Options', 'nosniff')
-  res.setHeader('Referrer-Policy', 'no-referrer')
-  res.setHeader('X-Frame-Options', 'DENY')
-  res.setHeader('Content-Security-Policy', API_CSP)
+/**
+ * Headers every response carries, CORS first (any origin may call the API), as name, value, name,
+ * value: the record-read shortcut sends them in its one `writeHead` (one call, not five).
+ */
+export const COMMON_HEADERS: readonly string[] = [
+  'Access-Control-Allow-Origin',
+  '*',
+  'X-Content-Type-Options',
+  'nosniff',
+  'Referrer-Policy',
+  'no-referrer',
+  'X-Frame-Options',
+  'DENY',
+  'Content-Security-Policy',
+  API_CSP,
+]
+
+/** COMMON_HEADERS set on Node's response, so they cost no Hono header work. */
+export function setCommonHeaders(res: ServerResponse) {
+  for (let i = 0; i < COMMON_HEADERS.length; i += 2)
+    res.setHeader(COMMON_HEADERS[i], COMMON_HEADERS[i + 1])
 }
 
 /**
