@@ -48,7 +48,7 @@ export function createLogger(options: LogOptions = {}): Logger {
     options.destination ??
     (format === 'pretty'
       ? pretty({ colorize: true, sync: true, ignore: 'pid,hostname' })
-      : batchedStdout())
+      : batchedLines(1))
   return pino(base, destination)
 }
 
@@ -59,14 +59,15 @@ const LEVEL_AT = 9
 const FOUR = '4'.charCodeAt(0)
 
 /**
- * JSON lines to stdout in batches: a write once 4 KB of lines are waiting, else at most BATCH_MS
- * after the first one. pino's default writes whatever waits as soon as its last write is done:
- * under load that was a write every few access lines, and those writes and their callbacks took
- * ~8 % of a small read's CPU (docs/performance.md, "Records against the stack's ceiling"). pino
- * writes out what is left when the process exits, as it did before.
+ * JSON lines to `dest` (stdout: 1) in batches: a write once 8 KB of lines are waiting (sonic-boom
+ * takes at most 16 KB a write), else at most BATCH_MS after the first one. pino's default writes
+ * whatever waits as soon as its last write is done: under load that was a write every few access
+ * lines, and those writes and their callbacks took ~8 % of a small read's CPU (docs/performance.md,
+ * "Records against the stack's ceiling"). pino writes out what is left when the process exits,
+ * as it did before.
  */
-function batchedStdout(): DestinationStream {
-  const out = pino.destination({ dest: 1, minLength: 4096, sync: false })
+export function batchedLines(dest: number | string): DestinationStream {
+  const out = pino.destination({ dest, minLength: 8192, sync: false })
   let timer: NodeJS.Timeout | undefined
   const flush = () => {
     timer = undefined
