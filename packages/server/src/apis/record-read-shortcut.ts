@@ -16,6 +16,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import { getQueryParam } from 'hono/utils/url'
 import type { CoreApp } from '../core/app.ts'
 import { requireCollection } from '../core/collections/registry.ts'
+import { background } from '../tools/background.ts'
 import { log, withRequestId } from '../tools/log.ts'
 import { urlHasNul } from '../tools/nul.ts'
 import { logRequest, requestIdFor } from './access-log.ts'
@@ -113,7 +114,7 @@ export function createRecordReadShortcut(
       }
       const query = (getQueryParam(url) ?? {}) as Record<string, string>
       if ('fields' in query || 'expand' in query) return false
-      void answer(req, res, match[1], match[2], query)
+      background(answer(req, res, match[1], match[2], query), 'HTTP request')
       return true
     },
   }
