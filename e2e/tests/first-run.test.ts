@@ -116,7 +116,16 @@ describe('first run from a fresh clone, offline', () => {
     await message.fill('Once upon a time, there was a little fox')
     await message.press('Enter')
     const log_ = page.getByRole('log', { name: 'Messages' })
-    await log_.getByText(/^Cost: \d+ tokens$/).waitFor({ timeout: 120_000 })
+    await log_
+      .getByText(/^Cost: \d+ tokens$/)
+      .waitFor({ timeout: 120_000 })
+      .catch(async (err: unknown) => {
+        // What the newcomer saw and what the coordinator said, for whoever reads a failed run.
+        await screenshot(page, 'first-run-no-answer')
+        console.log(`page:\n${(await page.locator('body').innerText()).slice(0, 2000)}`)
+        console.log(`npm start said (last 40 lines):\n${log.split('\n').slice(-40).join('\n')}`)
+        throw err
+      })
     const seconds = (Date.now() - startedAt) / 1000
     await screenshot(page, 'first-run-answer')
 
