@@ -219,6 +219,8 @@ describe.each(dialects)('[%s] the chat models of the catalogue', (dialect) => {
         ['llama-2-tiny-random', 2, 1750560, false, 0],
       ])
       for (const m of models.slice(1, 6)) {
+        // The size shows beside the description; the description no longer repeats it.
+        expect(m.description).not.toMatch(/GB[,.:]|about \d/)
         expect(m.source_url).toMatch(/^https:\/\/huggingface\.co\/[^/]+\/[^/]+\/resolve\/main\//)
         expect(m.source_url.endsWith(`/${m.file_name}`)).toBe(true)
         expect(m.file_name).toMatch(/q4_k_m\.gguf$/i)
