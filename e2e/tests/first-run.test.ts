@@ -113,9 +113,22 @@ describe('first run from a fresh clone, offline', () => {
     await page.getByRole('button', { name: 'New chat' }).first().click()
     await page.waitForURL(/\/chat\?c=/)
     const message = page.getByRole('textbox', { name: 'Message' })
-    await message.fill('Once upon a time, there was a little fox')
-    await message.press('Enter')
+    const prompt = 'Once upon a time, there was a little fox'
+    await message.fill(prompt)
     const log_ = page.getByRole('log', { name: 'Messages' })
+    // A send the page refuses (the model list it holds may still say no node serves the model, in
+    // the first seconds after the node started) leaves the text in the composer with a toast
+    // saying to try again: the newcomer does.
+    await waitUntil(
+      async () => {
+        if ((await log_.getByText(prompt).count()) > 0) return true
+        if (await message.inputValue()) await message.press('Enter')
+        await page.waitForTimeout(2_000)
+        return false
+      },
+      90_000,
+      'the message to be sent',
+    )
     await log_
       .getByText(/^Cost: \d+ tokens$/)
       .waitFor({ timeout: 120_000 })
