@@ -1,10 +1,10 @@
 /**
- * @module The generation phase of bench/network: one real node agent serving stories260K, the
- * engine called directly, the web path (send -> SSE subscriber) and the `/v1` stream, alternating;
+ * @module The generation phase of bench/network: one real node agent serving stories260K (in a
+ * process of its own, as a real node is: agent-process.ts), the engine called directly, the web path (send -> SSE subscriber) and the `/v1` stream, alternating;
  * prints throughput ratios and the added time to first token.
  */
+import { fork } from 'node:child_process'
 import { readFileSync } from 'node:fs'
-import { startAgent } from '@meshwork/node'
 import { median, percentile } from '../lib/coordinator-process.ts'
 import { openDirectEngine, type GenerationSample } from './measure-direct.ts'
 import { openNetworkPath, type NetworkSample } from './measure-network.ts'
@@ -26,13 +26,24 @@ export async function measureGeneration(opts: {
 }): Promise<void> {
   const { url, owner, stories, mirror, home, runs } = opts
   const node = await linkNode(url, owner.token, 'bench node')
-  const agent = await startAgent({
-    server: url,
-    nodeId: node.nodeId,
-    credential: node.credential,
-    home,
-    threads: 1,
-    gpu: false,
+  // In a process of its own, as a real node is (agent-process.ts).
+  const agent = fork(
+    new URL('./agent-process.ts', import.meta.url).pathname,
+    [
+      JSON.stringify({
+        server: url,
+        nodeId: node.nodeId,
+        credential: node.credential,
+        home,
+        threads: 1,
+        gpu: false,
+      }),
+    ],
+    { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'ignore', 'inherit', 'ipc'] },
+  )
+  await new Promise<void>((resolve, reject) => {
+    agent.once('message', () => resolve())
+    agent.once('exit', (code) => reject(new Error(`the node agent exited (${code})`)))
   })
   const nm = (await api(
     url,
@@ -50,7 +61,11 @@ export async function measureGeneration(opts: {
   const user = await signUp(url, 'reader')
   const direct = await openDirectEngine(mirror, [{ role: 'user', content: prompt }], sampling)
   let jobStartedAt = 0
-  agent.events.on('job', (e) => void (e.kind === 'started' && (jobStartedAt = performance.now())))
+  // The agent's monotonic clock, read on this process's performance.now() scale.
+  const hrtimeOffset = Number(process.hrtime.bigint()) / 1e6 - performance.now()
+  agent.on('message', (m: { started?: number }) => {
+    if (m.started) jobStartedAt = m.started - hrtimeOffset
+  })
   const network = await openNetworkPath(
     url,
     user,
@@ -83,7 +98,10 @@ export async function measureGeneration(opts: {
   }
   network.close()
   await direct.dispose()
-  await agent.stop()
+  await new Promise((resolve) => {
+    agent.once('exit', resolve)
+    agent.send('stop')
+  })
 
   const p = (xs: number[], q: number) => percentile(xs, q).toFixed(1)
   const col = <K extends keyof GenerationSample>(xs: GenerationSample[], k: K) =>
@@ -138,7 +156,7 @@ export async function measureGeneration(opts: {
       `${(1000 / 30 / (1000 / 30 + perToken)).toFixed(3)}`,
   )
   console.log(
-    `added first token:       p50 ${added50.toFixed(1)} ms (goal <= 20 ms), p99 ${added99.toFixed(1)} ms`,
+    `added first token:       p50 ${added50.toFixed(1)} ms (goal <= 2 ms, issue 12 item 4), p99 ${added99.toFixed(1)} ms`,
   )
   // Where the extra time of a whole answer goes: the first token, then the rest of the stream.
   const answerMs = (xs: GenerationSample[]) =>

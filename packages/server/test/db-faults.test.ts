@@ -216,8 +216,10 @@ describe.each(dialects)('[%s] database faults never end the process', (dialect) 
     }
   })
 
-  it('scheduler: the job row cannot be created; the request fails retryable, its hold released', async () => {
-    const { node } = await servingNode(server, stories)
+  it('scheduler: the job row cannot be created; the offer is taken back, the request fails retryable, its hold released', async () => {
+    // The offer does not wait for its row (first-token time): the node has it, then is told to stop.
+    const { node } = await hostileNode(server, stories)
+    node.behaviour = async (job, n) => n.accept(job)
     try {
       const pb = await signUp(server, 'nojob')
       faults.fail(/^insert node_jobs$/, 1)
@@ -225,6 +227,14 @@ describe.each(dialects)('[%s] database faults never end the process', (dialect) 
       expect(faults.count(/^insert node_jobs$/)).toBe(1)
       expect(row).toMatchObject({ status: 'failed', can_retry: 1 })
       expect((await balanceOf(server, uid(pb))).held).toBe(0)
+      const job = await node.firstJob()
+      await waitUntil(() => node.cancelled(job), 5_000, 'the job taken back')
+      const jobs = await server.core.database.db
+        .selectFrom('node_jobs')
+        .select('id')
+        .where('request', '=', row.id)
+        .execute()
+      expect(jobs).toEqual([])
     } finally {
       node.kill()
     }

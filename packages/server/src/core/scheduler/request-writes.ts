@@ -5,7 +5,6 @@
 import type { CoreApp } from '../app.ts'
 import type { Row } from '../records/serialize.ts'
 import { nowDate } from '../../tools/dates.ts'
-import { newRecordId } from '../../tools/ids.ts'
 import {
   cancelRequest,
   chargeDeletedRequest,
@@ -18,16 +17,16 @@ import { withSingleWrite, withUnitOfWork } from '../records/unit-of-work.ts'
 import type { Work } from './work.ts'
 
 /**
- * A `node_jobs` row (pending) for one offer; its id is the protocol's job_id. Null when the request
- * is gone (deleted with its conversation). One unit of work (INSERT ... RETURNING, the event from
- * the returned row): it is on the way to every offer, where the records service's uniqueness check
- * and re-read cost first-token time.
+ * The `node_jobs` row (pending) of an offer already sent; its id is the protocol's job_id. False
+ * when the request is gone (deleted with its conversation). One unit of work (INSERT ... RETURNING,
+ * the event from the returned row).
  */
 export async function createJob(
   core: CoreApp,
+  jobId: string,
   requestId: string,
   nodeId: string,
-): Promise<string | null> {
+): Promise<boolean> {
   const now = nowDate()
   return withUnitOfWork(core, async (uow) => {
     const request = await uow.trx
@@ -35,16 +34,16 @@ export async function createJob(
       .select('id')
       .where('id', '=', requestId)
       .executeTakeFirst()
-    if (!request) return null
-    const job = await uow.insert('node_jobs', {
-      id: newRecordId(),
+    if (!request) return false
+    await uow.insert('node_jobs', {
+      id: jobId,
       request: requestId,
       node: nodeId,
       status: 'pending',
       created: now,
       updated: now,
     })
-    return String(job.id)
+    return true
   })
 }
 

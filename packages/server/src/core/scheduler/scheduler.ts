@@ -41,6 +41,7 @@ import {
   type WorkItem,
 } from './work.ts'
 import { log } from '../../tools/log.ts'
+import { newRecordId } from '../../tools/ids.ts'
 
 const OPEN = new Set<string>(OPEN_STATUSES)
 
@@ -387,13 +388,7 @@ export class Scheduler implements RegistryListener {
     // requests queued behind it.
     // Gone (deleted with its conversation), or ended (cancelled before it was queued here).
     if (!work.row || work.ending || !OPEN.has(String(work.row.status))) return this.forget(work)
-    const jobId = await createJob(this.core, work.requestId, nodeId)
-    if (!jobId) return this.forget(work)
-    // Cancelled while its job was being created: the offer never goes out.
-    if (work.ending) {
-      await setJobStatus(this.core, jobId, 'cancelled')
-      return
-    }
+    const jobId = newRecordId()
     work.tried.add(nodeId)
     work.offers++
     const deadline = this.options.deadline
@@ -416,6 +411,10 @@ export class Scheduler implements RegistryListener {
     work.publisher = new CoalescedPublisher(this.options.streamIntervalMs, () =>
       this.publishPartial(work),
     )
+    // The job's row is written after the offer has gone out (the first token waits for no write),
+    // first on the request's chain: the job's later writes (accepted, ended) follow it. A process
+    // that dies in between takes the offer with it: the node drops jobs of a closed socket.
+    this.serial(work, () => this.recordJob(work, jobId, nodeId))
     const sent = session.send({
       type: 'job_offer',
       job_id: jobId,
@@ -425,6 +424,27 @@ export class Scheduler implements RegistryListener {
       sampling: work.sampling,
     })
     if (!sent) this.reassign(work, ATTEMPT_ENDED.offline, 'dropped')
+  }
+
+  /** Writes the row of a job just offered; takes the job back when that cannot be done. */
+  private async recordJob(work: Work, jobId: string, nodeId: string): Promise<void> {
+    const stillOffered = () => work.job?.id === jobId
+    let stored = false
+    try {
+      stored = await createJob(this.core, jobId, work.requestId, nodeId)
+    } catch (err) {
+      log.error({ err, requestId: work.requestId }, 'recording a job failed')
+    }
+    if (stored || !stillOffered()) return
+    // The request was deleted meanwhile, or its job cannot be recorded: the node stops, and a
+    // request still there fails retryable (nothing was charged, its hold is released).
+    this.release(work)
+    this.registry.get(nodeId)?.send({ type: 'job_cancel', job_id: jobId })
+    this.onCapacity()
+    if (work.ending) return
+    const gone = !(await loadRequestRow(this.core, work.requestId).catch(() => work.row))
+    if (gone) return this.forget(work)
+    this.fail(work, NO_NODE_MESSAGE)
   }
 
   private async markProcessing(work: Work, jobId: string, nodeId: string) {
