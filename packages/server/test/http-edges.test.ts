@@ -59,8 +59,36 @@ describe('HTTP edges', () => {
       body: new Uint8Array(1024 * 1024 + 1),
     })
     expect(res.status).toBe(413)
+    // The rest of the body is not read: the connection closes, and the answer says so.
+    expect(res.headers.get('connection')).toBe('close')
     const after = await pb.collection('conversations').getList(1, 1)
     expect(after.totalItems).toBe(0)
+  })
+
+  it('counts a chunked body (no declared length): over 1 MiB is a 413, within it is read', async () => {
+    const pb = await signUp(server)
+    const chunked = (bytes: Uint8Array) =>
+      new ReadableStream<Uint8Array>({
+        start(controller) {
+          for (let at = 0; at < bytes.length; at += 64 * 1024)
+            controller.enqueue(bytes.subarray(at, at + 64 * 1024))
+          controller.close()
+        },
+      })
+    const post = (body: ReadableStream<Uint8Array>) =>
+      fetch(`${server.url}/api/collections/conversations/records`, {
+        method: 'POST',
+        headers: { Authorization: pb.authStore.token, 'Content-Type': 'application/json' },
+        body,
+        duplex: 'half',
+      } as RequestInit)
+    const tooBig = await post(chunked(new Uint8Array(1024 * 1024 + 1).fill(32)))
+    expect(tooBig.status).toBe(413)
+    const json = JSON.stringify({ title: 'sent in chunks', user: pb.authStore.record!.id })
+    const fits = await post(chunked(new TextEncoder().encode(json)))
+    expect(fits.status).toBe(200)
+    const list = await pb.collection('conversations').getList(1, 5)
+    expect(list.items.map((c) => c.title)).toEqual(['sent in chunks'])
   })
 })
 

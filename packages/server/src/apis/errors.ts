@@ -16,6 +16,9 @@ export function onError(err: Error, c: Context) {
   if (err instanceof ApiError) return errorResponse(c, err)
   if (err instanceof HTTPException) {
     const status = err.status
+    // The unread rest of a body too large is not read: the connection is closed after the answer,
+    // and says so, or a client would send its next request on it and see it cut.
+    if (status === 413) c.header('Connection', 'close')
     return errorResponse(
       c,
       new ApiError(

@@ -61,6 +61,12 @@ export function createRouter({
     if (method === 'OPTIONS') return preflight(c, next)
     checkUrlLimits(c)
     if (method === 'GET' || method === 'HEAD') return next()
+    // A declared length within the limit needs no counting (node's parser reads exactly that
+    // many bytes), and Hono's counter would turn the request into a web Request with a stream
+    // body, the slow way to read it (a quarter of a millisecond on every POST).
+    const declared = c.req.header('content-length')
+    const chunked = c.req.header('transfer-encoding') !== undefined
+    if (declared !== undefined && !chunked && Number(declared) <= MAX_BODY_BYTES) return next()
     return limit(c, next)
   })
   bindHealth(app, core)
