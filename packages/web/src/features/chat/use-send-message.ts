@@ -3,13 +3,14 @@
  * available model) as in-app messages, the user's message shown at once, and the composer's text
  * given back when the send fails, so nothing typed is lost.
  */
-import { useQueryClient } from '@tanstack/react-query'
+import { useQueryClient, type QueryClient } from '@tanstack/react-query'
 import { useCallback, useState } from 'react'
 import { useFeedback } from '../../components/feedback/feedback-context.tsx'
 import { regenerateAnswer, sendChat } from '../../lib/api.ts'
 import { errorMessage } from '../../lib/api-error.ts'
 import { pb } from '../../lib/pb.ts'
 import type { ChatModel, RequestRecord } from './chat-types.ts'
+import { modelsQuery } from './conversations-api.ts'
 import { writeHistory } from './history-api.ts'
 import type { PendingSend } from './use-chat-items.ts'
 
@@ -27,6 +28,20 @@ export interface SendContext {
   patch: (key: string, change: Partial<PendingSend>) => void
   /** Auto-scroll turns on again when a message is sent (spec §2). */
   follow: () => void
+}
+
+/**
+ * Whether the server lists the model as served right now. The page's list is read every 3 s, so
+ * a model a node started serving a moment ago can still show as unavailable: it is asked again
+ * before a send is refused (a newcomer typing as soon as the demo model comes up).
+ */
+async function availableNow(queryClient: QueryClient, modelId: string): Promise<boolean> {
+  try {
+    const models = await queryClient.fetchQuery({ ...modelsQuery, staleTime: 0 })
+    return models.some((m) => m.id === modelId && m.isAvailable)
+  } catch {
+    return false
+  }
 }
 
 let sendCounter = 0
@@ -57,7 +72,12 @@ export function useSendMessage(ctx: SendContext) {
     const { conversationId, model } = ctx
     if (!prompt || sending) return
     if (!conversationId) return toast(NO_CONVERSATION, 'info')
-    if (model && !model.isAvailable) return toast(unavailableText(model.name), 'error')
+    if (model && !model.isAvailable) {
+      setSending(true)
+      const served = await availableNow(queryClient, model.id)
+      setSending(false)
+      if (!served) return toast(unavailableText(model.name), 'error')
+    }
     ctx.follow()
     setDraft(() => '')
     setSending(true)
