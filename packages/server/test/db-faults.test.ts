@@ -240,6 +240,35 @@ describe.each(dialects)('[%s] database faults never end the process', (dialect) 
     }
   })
 
+  it('scheduler: the offer does not wait for its job row; a node that answers at once is settled after it, in order', async () => {
+    const { node } = await hostileNode(server, stories)
+    let offeredAt = 0
+    node.behaviour = async (job, n) => {
+      offeredAt = performance.now()
+      n.accept(job)
+      n.chunk(job, 'Once upon a time')
+      n.done(job, 4)
+    }
+    try {
+      const pb = await signUp(server, 'slowjob')
+      faults.delay(/^insert node_jobs$/, 400)
+      const row = await ended(await send(pb))
+      expect(row).toMatchObject({ status: 'completed', response: 'Once upon a time' })
+      const [rowWritten] = faults.released.get('insert node_jobs') ?? []
+      expect(offeredAt).toBeGreaterThan(0)
+      expect(offeredAt).toBeLessThan(rowWritten)
+      // The job's own writes (accepted, completed) came after its row.
+      const jobs = await server.core.database.db
+        .selectFrom('node_jobs')
+        .select('status')
+        .where('request', '=', row.id)
+        .execute()
+      expect(jobs).toEqual([{ status: 'completed' }])
+    } finally {
+      node.kill()
+    }
+  })
+
   it('scheduler: the settlement fails; the request fails retryable, nothing charged, hold released', async () => {
     const { node } = await hostileNode(server, stories)
     let finish = () => {}

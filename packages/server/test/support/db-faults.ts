@@ -3,7 +3,8 @@
  * database, that makes chosen statements fail the way a lost connection or a failed write does
  * (the statement's promise rejects; inside a transaction, the transaction rolls back). Statements
  * are named by kind and tables, e.g. `update nodes`, `select node_models,models` (the first table,
- * then the joined ones), `insert node_jobs`, `raw ...`.
+ * then the joined ones), `insert node_jobs`, `raw ...`. It can also hand a statement's result back
+ * late (`delay`), as a slow database does.
  */
 import type {
   KyselyPlugin,
@@ -20,6 +21,8 @@ interface Rule {
   match: RegExp
   /** Statements it still fails (Infinity: until cleared). */
   left: number
+  /** Not a failure: the statement runs, and its result comes back this much later. */
+  delayMs?: number
 }
 
 function tableName(node: OperationNode | undefined): string {
@@ -60,6 +63,11 @@ export class DbFaults implements KyselyPlugin {
   private rules: Rule[] = []
   /** Statements failed, by description. */
   readonly failed = new Map<string, number>()
+  /** Statements being delayed, by query id: how long, and their description. */
+  private delayed = new WeakMap<object, number>()
+  private describedBy = new WeakMap<object, string>()
+  /** When (performance.now) each delayed statement's result was handed back, by description. */
+  readonly released = new Map<string, number[]>()
 
   /** Puts the faults in front of the server's database (every part reads `database.db` per call). */
   static install(server: TestServer): DbFaults {
@@ -74,10 +82,18 @@ export class DbFaults implements KyselyPlugin {
     return this
   }
 
+  /** Hands back the results of the next `times` statements matching `match` `ms` late (a slow
+   * database or a busy connection); the statements themselves run as usual. */
+  delay(match: RegExp, ms: number, times = 1): this {
+    this.rules.push({ match, left: times, delayMs: ms })
+    return this
+  }
+
   /** No more faults, and the counts start again. */
   clear(): void {
     this.rules = []
     this.failed.clear()
+    this.released.clear()
   }
 
   /** How many statements matching `match` were failed so far. */
@@ -90,7 +106,11 @@ export class DbFaults implements KyselyPlugin {
   transformQuery(args: PluginTransformQueryArgs): RootOperationNode {
     const what = describeStatement(args.node)
     const rule = this.rules.find((r) => r.left > 0 && r.match.test(what))
-    if (rule) {
+    if (rule?.delayMs !== undefined) {
+      rule.left--
+      this.delayed.set(args.queryId, rule.delayMs)
+      this.describedBy.set(args.queryId, what)
+    } else if (rule) {
       rule.left--
       this.failed.set(what, (this.failed.get(what) ?? 0) + 1)
       throw new Error(`injected database fault: ${what}`)
@@ -99,6 +119,12 @@ export class DbFaults implements KyselyPlugin {
   }
 
   async transformResult(args: PluginTransformResultArgs): Promise<QueryResult<UnknownRow>> {
+    const ms = this.delayed.get(args.queryId)
+    if (ms !== undefined) {
+      await new Promise((r) => setTimeout(r, ms))
+      const what = this.describedBy.get(args.queryId)!
+      this.released.set(what, [...(this.released.get(what) ?? []), performance.now()])
+    }
     return args.result
   }
 }
