@@ -13,7 +13,7 @@ import { requireCollection } from '../collections/registry.ts'
 import { server as superuser } from '../records/caller.ts'
 import { nowDate } from '../../tools/dates.ts'
 import { loadDesiredState } from './desired-state.ts'
-import { dropNul } from '../../tools/nul.ts'
+import { parseJsonDroppingNul } from '../../tools/nul.ts'
 import { ApiError } from '../../tools/api-error.ts'
 import { NodeRelay } from './node-relay.ts'
 import { ModelPins } from '../models/model-pins.ts'
@@ -171,7 +171,7 @@ export class NodeRegistry {
       if (isBinary) return
       let parsed: unknown
       try {
-        parsed = JSON.parse(String(data), dropNul)
+        parsed = parseJsonDroppingNul(String(data))
       } catch {
         return
       }
