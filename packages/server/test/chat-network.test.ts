@@ -2,7 +2,8 @@ import type PocketBase from 'pocketbase'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { dialects, signUp, startTestServer, type TestServer } from './harness.ts'
 import { modelId } from './fixtures.ts'
-import { postJson, servingNode, waitUntil } from './support/network.ts'
+import { postJson, servingNode, waitUntil, type FakeNode } from './support/network.ts'
+import { withSingleWrite } from '../src/core/records/unit-of-work.ts'
 import { adjustBalance, balanceOf, txsOf } from './support/ledger.ts'
 
 const unavailable = (name: string) =>
@@ -17,7 +18,12 @@ describe.each(dialects)('[%s] chat send, scheduler and credits', (dialect) => {
     server = await startTestServer(
       dialect,
       {},
-      { network: { scheduler: { stallMs: 1000, offerTimeoutMs: 1000 }, maxOutputTokens: 100 } },
+      {
+        network: {
+          scheduler: { stallMs: 1000, offerTimeoutMs: 1000, reconnectWaitMs: 1500 },
+          maxOutputTokens: 100,
+        },
+      },
     )
     stories = await modelId(server)
     tiny = await modelId(server, 'llama-2-tiny-random')
@@ -314,6 +320,76 @@ describe.each(dialects)('[%s] chat send, scheduler and credits', (dialect) => {
       (await txs(userId(pb))).filter((t) => t.type === 'debit_inference_request'),
     ).toHaveLength(1)
     lone.node.kill()
+  })
+
+  /**
+   * The node's socket goes, and the database still counts it online: what a coordinator process
+   * that drained or died leaves behind while its agents reconnect to another one.
+   */
+  const betweenConnections = async (node: FakeNode) => {
+    node.kill()
+    const row = () =>
+      server.core.database.db
+        .selectFrom('nodes')
+        .select('status')
+        .where('id', '=', node.nodeId)
+        .executeTakeFirstOrThrow()
+    await waitUntil(async () => (await row()).status === 'offline', 5000, 'offline')
+    await withSingleWrite(server.core, (uow) =>
+      uow.update('nodes', (q) => q.set({ status: 'online' }).where('id', '=', node.nodeId)),
+    )
+  }
+
+  it('holds a request for a node that is between connections, and runs it once the node is back', async () => {
+    const { node } = await provider(tiny)
+    const pb = await signUp(server, 'patient')
+    await betweenConnections(node)
+    const answer = await send(pb, {
+      conversation_id: await conversation(pb),
+      model_id: tiny,
+      prompt: 'Still there?',
+    })
+    expect(answer.status).toBe(200)
+    const id = answer.body.request_id as string
+    await new Promise((r) => setTimeout(r, 300))
+    expect((await request(id)).status).toBe('pending')
+    expect(await node.connect()).toBe('open')
+    const row = await waitUntil(
+      async () => {
+        const r = await request(id)
+        return r.status === 'completed' && r
+      },
+      5000,
+      'answered after the reconnect',
+    )
+    expect(row.node).toBe(node.nodeId)
+    node.kill()
+  })
+
+  it('fails a held request retryable, its hold released, when no node is back within the wait', async () => {
+    const { node } = await provider(tiny)
+    const pb = await signUp(server, 'forsaken')
+    await betweenConnections(node)
+    const started = Date.now()
+    const answer = await send(pb, {
+      conversation_id: await conversation(pb),
+      model_id: tiny,
+      prompt: 'Hello?',
+    })
+    const id = answer.body.request_id as string
+    const failed = await waitUntil(
+      async () => {
+        const r = await request(id)
+        return r.status === 'failed' && r
+      },
+      5000,
+      'failed after the wait',
+    )
+    // It waited (1.5 s in this server), then failed as it always did when no node could run it.
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1400)
+    expect(failed).toMatchObject({ can_retry: 1 })
+    expect(String(failed.error_message)).toMatch(/No node is available/)
+    expect(await balance(userId(pb))).toMatchObject({ held: 0 })
   })
 
   it('never overspends: 20 concurrent sends against a balance that covers 5', async () => {

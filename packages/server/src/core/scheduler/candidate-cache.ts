@@ -16,7 +16,7 @@ import type { CandidateRow } from './pick-node.ts'
 export const CANDIDATES_TTL_MS = 2_000
 
 /** A node serving the model, with what decides whether it may take work now. */
-interface HeldNode extends CandidateRow {
+interface HeldNode extends Omit<CandidateRow, 'storedOnline'> {
   active: boolean
   benchedUntil: string
   status: string
@@ -73,6 +73,7 @@ export class CandidateCache {
           reputation: n.reputation,
           speed: n.speed,
           probation: n.probation,
+          storedOnline: n.status === 'online' || n.status === 'busy',
         })
     return out
   }

@@ -22,6 +22,7 @@ const row = (id: string, over: Partial<CandidateRow> = {}): CandidateRow => ({
   reputation: 5,
   speed: 100,
   probation: false,
+  storedOnline: true,
   ...over,
 })
 const options = (over: Partial<PickOptions> = {}): PickOptions => ({
@@ -77,6 +78,24 @@ describe('choosing the node for a request', () => {
       node: null,
       anyEligible: false,
     })
+  })
+
+  it('says when a node that could serve is between connections (stored, but no open socket here)', () => {
+    const reg = registryOf([handle('closed', { open: false })])
+    expect(chooseNode([row('closed'), row('gone')], reg, options())).toMatchObject({
+      node: null,
+      anyEligible: false,
+      anyAway: true,
+    })
+    // One that already tried the request, or whose owner's node did, is not waited for.
+    const tried = options({
+      excludeNodes: new Set(['gone']),
+      excludeOwners: new Set(['owner-closed']),
+    })
+    expect(chooseNode([row('closed'), row('gone')], reg, tried)).toMatchObject({ anyAway: false })
+    // Nor one stored offline: its process saw it go.
+    const offline = row('gone', { storedOnline: false })
+    expect(chooseNode([offline], reg, options())).toMatchObject({ anyAway: false })
   })
 
   it('gives nodes on probation their share, and all of it when no verified node is free', () => {

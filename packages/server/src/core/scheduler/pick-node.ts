@@ -17,6 +17,9 @@ export interface NodeChoice {
   speed: number
   /** Whether any eligible node exists at all (busy ones included); if not, waiting is useless. */
   anyEligible: boolean
+  /** Whether a node that could run it is stored as online but has no socket on any process now
+   * (between connections: its process drained or died, and it may be back in a moment). */
+  anyAway: boolean
 }
 
 export interface PickOptions {
@@ -41,6 +44,8 @@ export interface CandidateRow {
   reputation: number
   speed: number
   probation: boolean
+  /** Its stored status is online or busy (a process holds, or held until it died, its socket). */
+  storedOnline: boolean
 }
 
 /** The best connected node with a free slot among `rows`, by the live sessions in `registry`.
@@ -51,12 +56,16 @@ export function chooseNode(
   options: PickOptions,
 ): NodeChoice {
   let anyEligible = false
+  let anyAway = false
   let established: Candidate | null = null
   let onProbation: Candidate | null = null
   for (const row of rows) {
+    if (options.excludeNodes.has(row.id) || options.excludeOwners.has(row.owner)) continue
     const session = registry.get(row.id)
-    if (!session?.open || !session.helloed) continue
-    if (options.excludeNodes.has(session.nodeId) || options.excludeOwners.has(row.owner)) continue
+    if (!session?.open || !session.helloed) {
+      anyAway ||= row.storedOnline
+      continue
+    }
     anyEligible = true
     if (session.freeSlots <= 0) continue
     const candidate = { row, session }
@@ -71,6 +80,7 @@ export function chooseNode(
     owner: choice?.row.owner ?? '',
     speed: choice?.row.speed ?? 0,
     anyEligible,
+    anyAway,
   }
 }
 

@@ -94,6 +94,7 @@ export class Scheduler implements RegistryListener {
       row: row ?? null,
       chain: Promise.resolve(),
       ending: false,
+      awaySince: null,
     }
     this.byRequest.set(item.requestId, work)
     this.queue.push(work)
@@ -328,6 +329,7 @@ export class Scheduler implements RegistryListener {
           const index = this.queue.indexOf(work)
           if (index < 0) continue
           if (choice.node) {
+            work.awaySince = null
             this.queue.splice(index, 1)
             // One request's failure must not hold up the ones queued behind it.
             await this.dispatch(work, choice).catch((err) => {
@@ -335,6 +337,10 @@ export class Scheduler implements RegistryListener {
               if (!work.job) this.fail(work, NO_NODE_MESSAGE)
             })
           } else if (!choice.anyEligible) {
+            // Its nodes are between connections: it waits for one to say hello again (a hello
+            // starts a pass), for a while (checkStalls looks again).
+            if (choice.anyAway && !this.waitedLongEnough(work)) continue
+            work.awaySince = null
             this.queue.splice(index, 1)
             this.fail(
               work,
@@ -361,7 +367,7 @@ export class Scheduler implements RegistryListener {
       const waiting = Date.now() - work.queuedAt < this.options.canaryWaitMs
       const up = Boolean(session?.open && session.helloed) && work.offers === 0 && waiting
       const free = up && session!.freeSlots > 0
-      return { node: free ? session! : null, owner: '', speed: 0, anyEligible: up }
+      return { node: free ? session! : null, owner: '', speed: 0, anyEligible: up, anyAway: false }
     }
     let rows = candidates.get(work.modelId)
     if (!rows) {
@@ -616,7 +622,16 @@ export class Scheduler implements RegistryListener {
     return null
   }
 
+  /** Starts or goes on with a wait for nodes that are between connections; true once it is over. */
+  private waitedLongEnough(work: Work): boolean {
+    const now = Date.now()
+    work.awaySince ??= now
+    return now - work.awaySince >= this.options.reconnectWaitMs
+  }
+
   private checkStalls() {
+    // Requests waiting for nodes to come back fail once the wait is over, even if none does.
+    if (this.queue.some((w) => w.awaySince !== null)) this.onCapacity()
     const now = Date.now()
     for (const work of [...this.byJob.values()]) {
       const job = work.job

@@ -24,6 +24,12 @@ export interface SchedulerOptions {
   probationShare: number
   /** How long a canary waits for its node to have a free slot before it is dropped. */
   canaryWaitMs: number
+  /**
+   * How long a request waits when every node that could run it is between connections: the
+   * database still counts it online, but no process holds its socket (its coordinator drained or
+   * died, and the agent is reconnecting through the balancer). It fails retryable after that.
+   */
+  reconnectWaitMs: number
   random: () => number
 }
 
@@ -35,6 +41,8 @@ export const defaultSchedulerOptions: SchedulerOptions = {
   deadline: defaultDeadlineOptions,
   probationShare: 0.1,
   canaryWaitMs: 60_000,
+  // The agent's backoff starts at 0.5 s and grows to 10 s.
+  reconnectWaitMs: 10_000,
   random: Math.random,
 }
 
@@ -117,6 +125,8 @@ export interface Work extends WorkItem {
   chain: Promise<void>
   /** Completed, failed or cancelled: its last writes are under way (or done). */
   ending: boolean
+  /** Since when (Date.now) it has waited for nodes that are between connections; null if not. */
+  awaySince: number | null
 }
 
 export type JobFrame = Extract<NodeToServerFrame, { job_id: string }>
