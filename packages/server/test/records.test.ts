@@ -105,6 +105,43 @@ describe.each(dialects)('records API [%s]', (dialect) => {
     expect(all).toHaveLength(7)
   })
 
+  it('asks the database for a condition once when the filter repeats the rule, with the same answer', async () => {
+    const other = await signUp(server, 'neighbour')
+    await other.collection('conversations').create({ model: modelId, title: 'Not mine' })
+    const me = pb.authStore.record!.id
+    const statements: string[] = []
+    const database = server.core.database
+    const readNow = database.readNow?.bind(database)
+    const executeQuery = database.db.executeQuery.bind(database.db)
+    if (readNow) database.readNow = (query) => (statements.push(query.sql), readNow(query))
+    database.db.executeQuery = ((query: { sql: string }) => (
+      statements.push(query.sql),
+      executeQuery(query as never)
+    )) as typeof database.db.executeQuery
+    try {
+      // The sidebar's own filter is the list rule again (user = @request.auth.id).
+      const mine = await pb
+        .collection('conversations')
+        .getList(1, 50, { filter: `user = "${me}"`, sort: '-created' })
+      const ruleOnly = await pb.collection('conversations').getList(1, 50, { sort: '-created' })
+      expect(mine.items.map((c) => c.id)).toEqual(ruleOnly.items.map((c) => c.id))
+      expect(mine.totalItems).toBe(ruleOnly.totalItems)
+      expect(mine.items.every((c) => c.user === me)).toBe(true)
+      // Another user's id in the filter is a second condition, and finds nothing.
+      const theirs = await pb
+        .collection('conversations')
+        .getList(1, 50, { filter: `user = "${other.authStore.record!.id}"` })
+      expect(theirs.totalItems).toBe(0)
+    } finally {
+      if (readNow) database.readNow = readNow
+      database.db.executeQuery = executeQuery
+    }
+    const counts = statements.filter((s) => s.includes('COUNT(*)') && s.includes('conversations'))
+    expect(counts).toHaveLength(3)
+    const userConditions = (s: string) => s.split(/"r"\."user" = /).length - 1
+    expect(counts.map(userConditions)).toEqual([1, 1, 2])
+  })
+
   it('clamps and echoes perPage, normalises page, and honours skipTotal', async () => {
     const res = await fetch(
       `${server.url}/api/collections/models/records?perPage=5000&page=0&skipTotal=1`,

@@ -150,6 +150,23 @@ function ruleWhere(
   return where
 }
 
+/**
+ * Each condition once. A client's filter often repeats the rule (the chat sidebar's
+ * `user = "<me>"` beside the rule's `user = @request.auth.id`), and SQLite evaluates a repeated
+ * condition again for every row a COUNT visits (a third of the count's time over 2,000 rows).
+ * Only exact repeats go: the same SQL with the same parameters, compiled alone.
+ */
+function distinctConditions(database: Database, where: RawBuilder<unknown>[]) {
+  const seen = new Set<string>()
+  return where.filter((condition) => {
+    const { sql: text, parameters } = condition.compile(database.db)
+    const key = `${text}\0${JSON.stringify(parameters)}`
+    if (seen.has(key)) return false
+    seen.add(key)
+    return true
+  })
+}
+
 function ownerColumn(collection: CollectionDef, caller: Caller, ctx: QueryContext, joins: JoinSet) {
   if (caller.superuser || !collection.ownerRule) return sql`1`
   const check = compileOwnerCheck(collection.name, ctx, joins)
@@ -194,7 +211,8 @@ export async function listRecords(
       ? compileOrThrow(() => compileRecordSort(collection.name, query.sort!, ctx, joins))
       : defaultOrder(collection)
     const owner = ownerColumn(collection, caller, ctx, joins)
-    const whereSql = where.length ? sql`WHERE ${sql.join(where, sql` AND `)}` : sql``
+    const conditions = distinctConditions(database, where)
+    const whereSql = conditions.length ? sql`WHERE ${sql.join(conditions, sql` AND `)}` : sql``
     const table = sql.table(collection.name)
     const queries: RawBuilder<unknown>[] = [
       sql<Row>`SELECT r.*, ${owner} AS __owner FROM ${table} AS r ${joins.sql()} ${whereSql}
