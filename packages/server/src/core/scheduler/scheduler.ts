@@ -328,8 +328,9 @@ export class Scheduler implements RegistryListener {
           // Deleted (or otherwise taken out) while the choice was made.
           const index = this.queue.indexOf(work)
           if (index < 0) continue
+          // A connected node could run it (busy or not): no longer waiting for one to come back.
+          if (choice.anyEligible) work.awaySince = null
           if (choice.node) {
-            work.awaySince = null
             this.queue.splice(index, 1)
             // One request's failure must not hold up the ones queued behind it.
             await this.dispatch(work, choice).catch((err) => {
@@ -340,7 +341,6 @@ export class Scheduler implements RegistryListener {
             // Its nodes are between connections: it waits for one to say hello again (a hello
             // starts a pass), for a while (checkStalls looks again).
             if (choice.anyAway && !this.waitedLongEnough(work)) continue
-            work.awaySince = null
             this.queue.splice(index, 1)
             this.fail(
               work,
