@@ -2,7 +2,8 @@
  * @module Simulated nodes that stream like real ones, run in a process of their own (so their
  * frames are not held up by the subscribers' parsing): linked through the real flow, connected over
  * the real WebSocket, each token made at `RATE` tokens/s and sent as the agent's ChunkBatcher
- * sends it (the first piece at once, later ones up to 20 ms late). Every token's text is the time
+ * sends it (at once when its last frame left 20 ms ago or more, else at that interval's end: one
+ * frame per token at 30 tokens/s). Every token's text is the time
  * it was sent (7 characters: a space and 6 base-36 digits of tenths of a millisecond since the
  * epoch the parent gives), so a subscriber reads each token's delay from the text alone.
  * Protocol on stdio: argv JSON in, one line `ready` out once every node serves the model.
@@ -46,7 +47,8 @@ interface Job {
   /** Tokens made but not yet sent (the batcher's pending text) and when they go. */
   pending: string
   flushAt: number
-  first: boolean
+  /** When its last frame went out. */
+  lastSent: number
 }
 
 const jobs = new Map<string, Job>()
@@ -66,15 +68,13 @@ setInterval(() => {
       made++
       job.due += tokenMs
       job.pending += stamp()
-      if (job.first) {
-        job.first = false
-        job.flushAt = t
-      } else if (job.flushAt === Infinity) job.flushAt = t + batchMs
+      if (job.flushAt === Infinity) job.flushAt = Math.max(t, job.lastSent + batchMs)
     }
     if (job.pending && job.flushAt <= t) {
       job.send({ type: 'job_chunk', job_id: job.id, text: job.pending })
       job.pending = ''
       job.flushAt = Infinity
+      job.lastSent = t
     }
     if (job.left === 0 && !job.pending) {
       jobs.delete(job.id)
@@ -127,7 +127,7 @@ for (let i = 0; i < o.nodes; i++) {
         due: now(),
         pending: '',
         flushAt: Infinity,
-        first: true,
+        lastSent: -Infinity,
       })
     } else if (frame.type === 'job_cancel') {
       jobs.delete(frame.job_id)

@@ -22,6 +22,32 @@ describe('ChunkBatcher', () => {
     expect(sent).toEqual(['Once', ' upon a', ' time'])
   })
 
+  it('sends a piece at once when the last frame left an interval ago (a model slower than the interval)', () => {
+    const sent: string[] = []
+    const batcher = new ChunkBatcher((t) => sent.push(t), 30)
+    batcher.push('Once')
+    vi.advanceTimersByTime(33) // 30 tokens/s
+    batcher.push(' upon')
+    expect(sent).toEqual(['Once', ' upon'])
+    vi.advanceTimersByTime(10)
+    batcher.push(' a')
+    expect(sent).toEqual(['Once', ' upon'])
+    vi.advanceTimersByTime(20)
+    expect(sent).toEqual(['Once', ' upon', ' a'])
+  })
+
+  it('holds ids without text for text to go with them, and sends the first text at once', () => {
+    const sent: Array<[string, number[] | undefined]> = []
+    const batcher = new ChunkBatcher((t, ids) => sent.push([t, ids]), 30)
+    batcher.push('', [240]) // the first bytes of a character
+    expect(sent).toEqual([])
+    vi.advanceTimersByTime(5)
+    batcher.push('é', [169])
+    expect(sent).toEqual([['é', [240, 169]]])
+    vi.advanceTimersByTime(100)
+    expect(sent).toHaveLength(1)
+  })
+
   it('drops pending text when discarded and ignores empty pieces', () => {
     const sent: string[] = []
     const batcher = new ChunkBatcher((t) => sent.push(t), 10)
