@@ -9,7 +9,7 @@
  *   coordinator's share of that ceiling (goal >= 0.7)
  * Each figure is the median of several runs; the coordinator runs in its own process.
  * Run: npm run bench:records   (env: RUNS=3, DURATION=5, SUBSCRIBERS=1000, PARTS=list,create,realtime,ceiling,
- * CEILING_PER_PAGE=20, CLIENT_PROCS=min(4, cores), CPU_PROF=<dir> for a profile of the coordinator)
+ * CEILING_PER_PAGE=20, CEILING_ONLY=<shape>, CLIENT_PROCS=min(4, cores), CPU_PROF=<dir> for a profile of the coordinator)
  */
 import autocannon from 'autocannon'
 import { fork, spawn, type ChildProcess } from 'node:child_process'
@@ -24,6 +24,8 @@ const subscribers = Number(process.env.SUBSCRIBERS ?? 1000)
 /** Which parts to run (comma-separated): list, create, realtime, ceiling. */
 const parts = new Set((process.env.PARTS ?? 'list,create,realtime,ceiling').split(','))
 const ceilingPerPage = Number(process.env.CEILING_PER_PAGE ?? 20)
+/** Only the shapes whose name contains this (e.g. `getOne`, for a profile of one call). */
+const ceilingOnly = process.env.CEILING_ONLY ?? ''
 const clientProcs = Number(process.env.CLIENT_PROCS ?? Math.min(4, availableParallelism()))
 const events = 50
 
@@ -143,6 +145,7 @@ async function measureCeiling(
   const bare = spawn(
     process.execPath,
     [
+      ...(process.env.CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.CPU_PROF] : []),
       '--import',
       'tsx',
       fileURLToPath(new URL('./bare-records.ts', import.meta.url)),
@@ -187,7 +190,7 @@ async function measureCeiling(
     }
     const figures: CeilingFigure[] = []
     for (const connections of [10, 100]) {
-      for (const { shape, path } of shapes) {
+      for (const { shape, path } of shapes.filter((s) => s.shape.includes(ceilingOnly))) {
         const figure: CeilingFigure = {
           shape,
           connections,
