@@ -26,13 +26,13 @@ export interface BuiltPrompt {
  * `count` counts the input tokens of the messages kept (the coordinator's own count; by default
  * the spec's estimate).
  */
-export function buildPrompt(
+export async function buildPrompt(
   history: Turn[],
   message: string,
   contextLength: number,
   reserveOutput: number,
-  count: (contents: string[]) => number = (c) => estimateTokens(c.join('')),
-): BuiltPrompt {
+  count: (contents: string[]) => number | Promise<number> = (c) => estimateTokens(c.join('')),
+): Promise<BuiltPrompt> {
   const budget = Math.max(0, contextLength - reserveOutput)
   const tail: ChatMessage[] = [{ role: 'user', content: message }]
   let chars = message.length
@@ -46,5 +46,5 @@ export function buildPrompt(
     )
     chars += turnChars
   }
-  return { messages: tail, estimatedInput: count(tail.map((m) => m.content)) }
+  return { messages: tail, estimatedInput: await count(tail.map((m) => m.content)) }
 }

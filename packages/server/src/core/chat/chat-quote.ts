@@ -30,7 +30,7 @@ export interface QuoteLimits {
   maxOutput: number
   minOutput: number
   /** Input tokens of the prompt's messages, counted as a send counts them. */
-  count?: (contents: string[]) => number
+  count?: (contents: string[]) => Promise<number>
 }
 
 export async function quoteMessage(
@@ -52,7 +52,7 @@ export async function quoteMessage(
     .executeTakeFirst()
   if (!model) throw new ApiError(404, "The requested resource wasn't found.")
   const multiplierUnits = Number(model.credit_multiplier ?? 0)
-  const built = buildPrompt(
+  const built = await buildPrompt(
     history,
     input.prompt,
     limits.contextLength,

@@ -20,7 +20,7 @@ import type { Row } from '../records/serialize.ts'
 import { holdCredits, InsufficientBalanceError, type Reservation } from '../ledger/reservation.ts'
 import { fromUnits, requestCostUnits } from '../ledger/credits.ts'
 import type { Db } from '../../db/database.ts'
-import { countInput } from '../metering/answer-meter.ts'
+import { countInput } from '../metering/input-count.ts'
 import type { Metering } from '../metering/metering.ts'
 import { withUnitOfWork } from '../records/unit-of-work.ts'
 import type { Scheduler } from '../scheduler/scheduler.ts'
@@ -263,8 +263,8 @@ export class ChatService {
     // costs what its text really is.
     const count = (contents: string[]) => countInput(contents, meterRule)
     const built = p.messages
-      ? { messages: p.messages, estimatedInput: count(p.messages.map((m) => m.content)) }
-      : buildPrompt(p.history, p.prompt, CONTEXT_LENGTH, this.maxOutputTokens, count)
+      ? { messages: p.messages, estimatedInput: await count(p.messages.map((m) => m.content)) }
+      : await buildPrompt(p.history, p.prompt, CONTEXT_LENGTH, this.maxOutputTokens, count)
     const requestId = p.retryOf ?? p.requestId ?? newRecordId()
     const now = nowDate()
     const minOutput = Math.min(MIN_OUTPUT_TOKENS, maxOutput)
@@ -384,7 +384,7 @@ export class ChatService {
     const meterRule = await this.metering.rule(String(row.model))
     const count = (contents: string[]) => countInput(contents, meterRule)
     const history = await conversationHistory(db, String(row.conversation), String(row.created))
-    const built = buildPrompt(
+    const built = await buildPrompt(
       history,
       String(row.prompt),
       CONTEXT_LENGTH,

@@ -133,52 +133,6 @@ export function tokensBound(bytes: number, rule: ByteRule): number {
   return Math.min(bytes, Math.ceil(bytes / Math.max(1, rule.minBytesPerToken)))
 }
 
-/**
- * Input tokens of a prompt's messages, counted the same way: the tokenizer's count of their text,
- * or without one the smaller of the spec's estimate (characters / 4) and the byte bound.
- */
-export function countInput(contents: string[], rule: MeterRule): number {
-  if (rule.tokenizer) {
-    const tokenizer = rule.tokenizer
-    return contents.reduce((n, c) => n + (c ? countTokens(tokenizer, c) : 0), 0)
-  }
-  const chars = contents.reduce((n, c) => n + c.length, 0)
-  const bytes = contents.reduce((n, c) => n + Buffer.byteLength(c), 0)
-  return Math.min(Math.floor(chars / 4), tokensBound(bytes, rule.bytes))
-}
-
-/**
- * Token counts of texts already counted, per tokenizer. Every send counts the conversation's whole
- * history (up to the context window, tens of kB) with the model's tokenizer on the event loop; the
- * earlier turns are the same texts each time, so each is tokenized once. Bounded by the characters
- * kept; the least recently used go first. Short texts are cheaper to count than to keep.
- */
-const countedTexts = new WeakMap<ModelTokenizer, { texts: Map<string, number>; chars: number }>()
-const COUNT_CACHE_CHARS = 4_000_000
-const COUNT_CACHE_MIN_CHARS = 256
-
-function countTokens(tokenizer: ModelTokenizer, text: string): number {
-  if (text.length < COUNT_CACHE_MIN_CHARS) return tokenizer.tokenize(text).length
-  let cache = countedTexts.get(tokenizer)
-  if (!cache) countedTexts.set(tokenizer, (cache = { texts: new Map(), chars: 0 }))
-  const known = cache.texts.get(text)
-  if (known !== undefined) {
-    // Most recently used last (a Map iterates in insertion order).
-    cache.texts.delete(text)
-    cache.texts.set(text, known)
-    return known
-  }
-  const count = tokenizer.tokenize(text).length
-  cache.texts.set(text, count)
-  cache.chars += text.length
-  for (const [oldest] of cache.texts) {
-    if (cache.chars <= COUNT_CACHE_CHARS) break
-    cache.texts.delete(oldest)
-    cache.chars -= oldest.length
-  }
-  return count
-}
-
 /** The longest prefix of `text` within `maxBytes` UTF-8 bytes that does not split a character. */
 function utf8Prefix(text: string, maxBytes: number): string {
   if (maxBytes <= 0) return ''

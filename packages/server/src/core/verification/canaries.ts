@@ -8,7 +8,7 @@
 import type { Sampling } from '@meshwork/protocol'
 import type { CoreApp } from '../app.ts'
 import type { MeteredAnswer } from '../metering/answer-meter.ts'
-import { countInput } from '../metering/answer-meter.ts'
+import { countInput } from '../metering/input-count.ts'
 import type { Metering } from '../metering/metering.ts'
 import type { NodeRegistry } from '../nodes/node-registry.ts'
 import type { Scheduler } from '../scheduler/scheduler.ts'
@@ -83,7 +83,7 @@ export class Canaries {
       max_tokens: this.deps.maxOutputTokens,
     }
     const meterRule = await metering.rule(modelId)
-    const tokensInput = countInput([prompt], meterRule)
+    const tokensInput = await countInput([prompt], meterRule)
     const requestId = await createCanaryRequest(core, modelId, prompt, sampling)
     const messages = [{ role: 'user' as const, content: prompt }]
     const answer = await new Promise<MeteredAnswer | null>((resolve) => {
