@@ -18,6 +18,11 @@ export function attachNodeGateway(
 ): () => void {
   const wss = new WebSocketServer({ noServer: true, maxPayload: 4 * 1024 * 1024 })
   const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    // The HTTP server has taken its error listener off an upgraded socket: until ws adds its own,
+    // a client resetting the connection (while its credential is checked, or as it is refused)
+    // would raise an 'error' with no listener, an uncaught exception that ends the process.
+    const onSocketError = () => socket.destroy()
+    socket.on('error', onSocketError)
     if ((req.url ?? '').split('?')[0] !== NODE_WS_PATH) {
       socket.end('HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n')
       return
@@ -28,6 +33,7 @@ export function attachNodeGateway(
           socket.end('HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\nConnection: close\r\n\r\n')
           return
         }
+        socket.off('error', onSocketError)
         wss.handleUpgrade(req, socket, head, (ws) => registry.attach(nodeId, ws))
       })
       .catch(() =>

@@ -78,9 +78,12 @@ export async function settleRequest(
       .where('status', 'in', OPEN_STATUSES),
   )
   if (marked.length !== 1) return null
-  const settled = await chargeAnswer(uow, request, c, node, { free: false })
+  // An answer with no output (nothing streamed, or claimed as nothing) is free and earns nothing,
+  // as a stopped one is: otherwise a node could be paid every prompt for running no model.
+  const produced = c.tokensOutput > 0
+  const settled = await chargeAnswer(uow, request, c, node, { free: !produced })
   await countMessage(uow, request.conversation, now)
-  if (!isSelfDealing(settled.user, settled.nodeOwner)) {
+  if (produced && !isSelfDealing(settled.user, settled.nodeOwner)) {
     await uow.update('nodes', (q) =>
       q
         .set({

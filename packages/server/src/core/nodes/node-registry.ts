@@ -242,7 +242,7 @@ export class NodeRegistry {
         session.backend = engine?.backend ?? 'unknown'
         // What the node says of itself. Its status and last_seen were written when it attached
         // (in order before this): writing them again would only move last_seen by milliseconds.
-        this.enqueue(session, async () => {
+        this.enqueueReport(session, 'hello', async () => {
           await this.updateNode(session.nodeId, {
             hardware: frame.hardware,
             agent_version: frame.agent_version,
@@ -275,14 +275,16 @@ export class NodeRegistry {
           Date.now() - written.at >= this.lastSeenRefreshMs
         ) {
           session.written = { status, at: Date.now() }
-          this.enqueue(session, () => this.writeStatus(session, status))
+          this.enqueueReport(session, 'status', () => this.writeStatus(session, status))
         }
         if (freed) this.listener?.onCapacity()
         if (session.helloed) this.relay?.announce(session)
         return
       }
       case 'model_status':
-        this.enqueue(session, () => this.saveModelStatus(session.nodeId, frame))
+        this.enqueueReport(session, `model:${frame.node_model_id}`, () =>
+          this.saveModelStatus(session.nodeId, frame),
+        )
         return
       default:
         if (!this.relay?.route(session, frame)) this.listener?.onJobFrame(session.nodeId, frame)
@@ -347,6 +349,22 @@ export class NodeRegistry {
     // A failed write is reported and the chain goes on: one bad write must not stall a node.
     session.chain = session.chain.then(task).catch((err) => {
       if (!this.closed) log.error({ err }, 'node registry write failed')
+    })
+  }
+
+  /**
+   * A node's report of `key` (its hello, its status, one model's status) replaces one of the same
+   * key still waiting to be written: what is written is the latest, and a node sending reports
+   * faster than they can be written (a flood) costs one write per key at a time, not one per frame.
+   */
+  private enqueueReport(session: NodeSession, key: string, write: () => Promise<void>) {
+    const waiting = session.unwritten.has(key)
+    session.unwritten.set(key, write)
+    if (waiting) return
+    this.enqueue(session, () => {
+      const latest = session.unwritten.get(key)
+      session.unwritten.delete(key)
+      return latest ? latest() : Promise.resolve()
     })
   }
 

@@ -45,6 +45,8 @@ export class NodeSession implements NodeHandle {
   readonly relayedJobs = new Set<string>()
   lastDesired = ''
   chain: Promise<void> = Promise.resolve()
+  /** Reports queued on `chain` and not yet written, by what they report (node-registry.ts). */
+  readonly unwritten = new Map<string, () => Promise<void>>()
   /** The backend class the node's hello reported. */
   backend = 'unknown'
   /** The node said it is shutting down: its jobs finish, it gets no new ones. */

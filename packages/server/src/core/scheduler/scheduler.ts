@@ -31,6 +31,7 @@ import {
 import {
   ATTEMPT_ENDED,
   FULL_NODE_PAUSE_MS,
+  MAX_FULL_REPLIES,
   MAX_OFFERS,
   NO_NODE_MESSAGE,
   NO_SLOT_REASON,
@@ -86,6 +87,7 @@ export class Scheduler implements RegistryListener {
       ...item,
       tried: new Set(),
       triedOwners: new Set(),
+      saidFull: new Map(),
       offers: 0,
       queuedAt: Date.now(),
       job: null,
@@ -133,10 +135,17 @@ export class Scheduler implements RegistryListener {
     const work = this.byJob.get(frame.job_id)
     if (!work?.job || work.job.nodeId !== nodeId) return // a stale frame of a job given away
     const job = work.job
+    // Measured speed runs from the acceptance (health.success): an acceptance repeated later, or
+    // text and an end before any, would let the node move its own clock. They are ignored; an
+    // offer the node never accepts times out as usual.
+    const outOfOrder = job.acked
+      ? frame.type === 'job_accepted'
+      : frame.type === 'job_chunk' || frame.type === 'job_done'
+    if (outOfOrder) return
     switch (frame.type) {
       case 'job_accepted':
         job.acked = true
-        job.lastActivity = Date.now()
+        job.acceptedAt = job.lastActivity = Date.now()
         return this.serial(work, () => this.markProcessing(work, job.id, nodeId))
       case 'job_chunk':
         job.meter.push(frame.text, frame.tokens)
@@ -455,7 +464,6 @@ export class Scheduler implements RegistryListener {
 
   private async markProcessing(work: Work, jobId: string, nodeId: string) {
     if (work.job?.id === jobId) {
-      work.job.acceptedAt = Date.now()
       // The request's `processing` event first (its subscriber waits for it), the job row after.
       // Its event is the stored row with the text streamed so far (while the job is still this one).
       const row = await markProcessing(this.core, work.requestId, nodeId, (stored) =>
@@ -534,6 +542,13 @@ export class Scheduler implements RegistryListener {
   private retryLater(work: Work, nodeId: string) {
     const session = this.registry.get(nodeId)
     if (session) session.fullUntil = Date.now() + FULL_NODE_PAUSE_MS
+    // A few times per request: a node saying so more often is passed over for it (still at no
+    // fault), or one lying about its slots could take every waiting request through its offers to
+    // a failure. A canary waits for its one node.
+    const times = (work.saidFull.get(nodeId) ?? 0) + 1
+    work.saidFull.set(nodeId, times)
+    if (!work.canary && times > MAX_FULL_REPLIES)
+      return this.reassign(work, ATTEMPT_ENDED.full, null)
     const owner = work.job?.owner ?? ''
     this.reassign(work, ATTEMPT_ENDED.full, null)
     work.tried.delete(nodeId)
