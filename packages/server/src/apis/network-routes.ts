@@ -55,8 +55,9 @@ const completeFlowBodySchema = flowInfoBodySchema.extend({
 })
 
 export function bindNetworkRoutes(app: Hono, core: CoreApp, network: InferenceNetwork) {
-  // Sends and retries per user per minute (MESHWORK_CHAT_RATE_LIMIT). Counted before the send
-  // runs, so parallel sends cannot pass together; a send refused by validation gives its count back.
+  // Sends, regenerates and retries per user per minute (MESHWORK_CHAT_RATE_LIMIT). Counted before
+  // the send runs, so parallel sends cannot pass together; a send refused by validation gives its
+  // count back.
   const chatSends = core.limits.create('chat-send', {
     points: core.config.chatRateLimit ?? 0,
     windowSeconds: 60,
@@ -147,23 +148,33 @@ export function bindNetworkRoutes(app: Hono, core: CoreApp, network: InferenceNe
     )
   })
 
-  // The most a message can cost before it is sent (the hold a send would take).
+  // The most a message can cost before it is sent (the hold a send would take). Its prompt is
+  // bounded as a send's: counting it with a model's tokenizer runs on the event loop, and grows
+  // faster than its length (300,000 CJK characters, within the body limit, froze the coordinator
+  // for about a minute).
   app.post('/api/chat/quote', async (c) => {
     const body = await readBody(c)
+    limitText(body, { conversation_id: MAX_SHORT_TEXT, model_id: MAX_SHORT_TEXT })
+    limitText(
+      body,
+      { prompt: MAX_PROMPT_LENGTH },
+      `Prompt is too long (at most ${MAX_PROMPT_LENGTH} characters)`,
+    )
     const caller = await signedIn(c)
     return c.json(
       await network.chat.quote(caller, parseBody(chatQuoteBodySchema, body, quoteErrors)),
     )
   })
 
-  // A new answer to the conversation's last message (docs/web.md, "Regenerate").
+  // A new answer to the conversation's last message (docs/web.md, "Regenerate"): a new request,
+  // so it counts as a send (uncounted, it let a user past the limit one conversation at a time).
   app.post('/api/chat/regenerate', async (c) => {
     const body = await readBody(c)
+    limitText(body, { request_id: MAX_SHORT_TEXT })
     const caller = await signedIn(c)
     return c.json(
-      await network.chat.regenerate(
-        caller,
-        parseBody(cancelRequestBodySchema, body, requestErrors),
+      await limitedSend(caller, () =>
+        network.chat.regenerate(caller, parseBody(cancelRequestBodySchema, body, requestErrors)),
       ),
     )
   })

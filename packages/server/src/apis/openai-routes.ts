@@ -41,10 +41,14 @@ export function bindOpenAiRoutes(app: Hono, core: CoreApp, api: OpenAiApi) {
     allowMethods: ['GET', 'POST'],
     allowHeaders: ['authorization', 'content-type'],
   })
+  // Answered here, not thrown: this runs outside `answer`, and the app's error handler knows
+  // only PocketBase's errors (a 500 in the wrong shape). The unread rest of the body is not read:
+  // the connection closes after the answer, and says so (as the API's own 413 does).
   const limit = bodyLimit({
     maxSize: MAX_BODY_BYTES,
-    onError: () => {
-      throw invalidBody('The request body is too large.')
+    onError: (c) => {
+      c.header('Connection', 'close')
+      return errorResponse(c, invalidBody('The request body is too large.'))
     },
   })
   app.use('/v1/*', (c, next) => {

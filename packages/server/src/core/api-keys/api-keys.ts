@@ -49,16 +49,20 @@ export interface ApiKeyIdentity {
 
 const createSchema = z.object({
   name: z.string().trim().min(1).max(100),
-  // Credits are exact thousandths: a limit finer than that is refused, not rounded.
-  spend_limit: z
-    .number()
-    .finite()
-    .min(0)
-    .max(1e12)
-    .refine((v) => Math.abs(v * 1000 - Math.round(v * 1000)) < 1e-6)
-    .nullable()
-    .optional(),
+  // Credits are exact thousandths: a limit finer than that is refused, not rounded. The check is
+  // the ledger's own (toUnits), which every call with the key makes: a looser one let in limits
+  // such as 0.0010000001 that then failed each call with a 500.
+  spend_limit: z.number().finite().min(0).max(1e12).refine(isExactCredits).nullable().optional(),
 })
+
+function isExactCredits(credits: number): boolean {
+  try {
+    toUnits(credits)
+    return true
+  } catch {
+    return false
+  }
+}
 
 export const hashApiKey = (key: string) => createHash('sha256').update(key).digest('hex')
 
@@ -181,22 +185,28 @@ export async function touchApiKey(db: Db, id: string, now = new Date()): Promise
 /**
  * What a key has cost, in credit units: the debits of its settled requests plus the holds of its
  * running ones. Read from the ledger, so it follows settlement exactly, whatever settlement does.
+ * One statement, so one snapshot: on PostgreSQL two would each see their own moment, and a request
+ * settled between them would count in neither (its hold gone, its debit not yet seen).
  */
 export async function keySpending(db: Db, keyId: string): Promise<number> {
-  const debits = await db
-    .selectFrom('user_credit_txs as t')
-    .innerJoin('requests as r', 'r.id', 't.request')
-    .select(sql<number>`COALESCE(SUM(t.amount), 0)`.as('n'))
-    .where('r.api_key', '=', keyId)
-    .where('t.type', '=', 'debit_inference_request')
+  const row = await db
+    .selectNoFrom((eb) => [
+      eb
+        .selectFrom('user_credit_txs as t')
+        .innerJoin('requests as r', 'r.id', 't.request')
+        .select(sql<number>`COALESCE(SUM(t.amount), 0)`.as('n'))
+        .where('r.api_key', '=', keyId)
+        .where('t.type', '=', 'debit_inference_request')
+        .as('debits'),
+      eb
+        .selectFrom('requests')
+        .select(sql<number>`COALESCE(SUM(reserved), 0)`.as('n'))
+        .where('api_key', '=', keyId)
+        .where('status', 'in', ['pending', 'processing'])
+        .as('held'),
+    ])
     .executeTakeFirstOrThrow()
-  const held = await db
-    .selectFrom('requests')
-    .select(sql<number>`COALESCE(SUM(reserved), 0)`.as('n'))
-    .where('api_key', '=', keyId)
-    .where('status', 'in', ['pending', 'processing'])
-    .executeTakeFirstOrThrow()
-  return Number(debits.n) + Number(held.n)
+  return Number(row.debits) + Number(row.held)
 }
 
 /**
