@@ -11,8 +11,9 @@ import { closedAccount } from '../../src/core/ledger/ledger-hooks.ts'
 import { modelId } from '../fixtures.ts'
 import { dialects, signUp, startTestServer, type TestServer } from '../harness.ts'
 import { hostileNode, streamThenWait } from '../support/hostile-node.ts'
+import { DbFaults } from '../support/db-faults.ts'
 import { balanceOf, expectAuditPasses, txsOf } from '../support/ledger.ts'
-import { sendChat, waitUntil } from '../support/network.ts'
+import { postJson, sendChat, waitUntil } from '../support/network.ts'
 
 describe.each(dialects)('[%s] hostile users: deleting what is running', (dialect) => {
   let server: TestServer
@@ -68,6 +69,41 @@ describe.each(dialects)('[%s] hostile users: deleting what is running', (dialect
       expect(await balanceOf(server, uid(pb))).toMatchObject({ balance: 1000 - cost, held: 0 })
       await expectAuditPasses(server)
     } finally {
+      node.kill()
+    }
+  })
+
+  it('a conversation deleted while its send is on the way: the send is refused, nothing held, no request left', async () => {
+    const { node } = await hostileNode(server, stories)
+    const faults = DbFaults.install(server)
+    try {
+      const pb = await signUp(server, 'racer')
+      const conversation = await newChat(pb)
+      // The send has read the conversation (its answer comes back late); the deletion goes
+      // through in that window, before the send's transaction.
+      faults.delay(/^select conversations$/, 500)
+      const sending = postJson(
+        server,
+        '/api/chat/send',
+        { conversation_id: conversation, model_id: stories, prompt: 'Tell me a story' },
+        pb.authStore.token,
+      )
+      await waitUntil(() => faults.delaying.get('select conversations') === 1, 5000, 'the read')
+      await pb.collection('conversations').delete(conversation)
+      const res = await sending
+      expect(res.status).toBe(403)
+      expect(res.body).toMatchObject({ message: 'Conversation does not belong to current user' })
+      const left = await server.core.database.db
+        .selectFrom('requests')
+        .select('id')
+        .where('user', '=', uid(pb))
+        .execute()
+      expect(left).toEqual([])
+      expect(await balanceOf(server, uid(pb))).toMatchObject({ balance: 1000, held: 0 })
+      expect(node.jobs).toHaveLength(0)
+      await expectAuditPasses(server)
+    } finally {
+      faults.clear()
       node.kill()
     }
   })

@@ -68,6 +68,9 @@ export class DbFaults implements KyselyPlugin {
   private describedBy = new WeakMap<object, string>()
   /** When (performance.now) each delayed statement's result was handed back, by description. */
   readonly released = new Map<string, number[]>()
+  /** Statements a `delay` rule has taken so far (they ran; their results are on the way), by
+   * description: a test waits for one before acting in the window it opens. */
+  readonly delaying = new Map<string, number>()
 
   /** Puts the faults in front of the server's database (every part reads `database.db` per call). */
   static install(server: TestServer): DbFaults {
@@ -94,6 +97,7 @@ export class DbFaults implements KyselyPlugin {
     this.rules = []
     this.failed.clear()
     this.released.clear()
+    this.delaying.clear()
   }
 
   /** How many statements matching `match` were failed so far. */
@@ -110,6 +114,7 @@ export class DbFaults implements KyselyPlugin {
       rule.left--
       this.delayed.set(args.queryId, rule.delayMs)
       this.describedBy.set(args.queryId, what)
+      this.delaying.set(what, (this.delaying.get(what) ?? 0) + 1)
     } else if (rule) {
       rule.left--
       this.failed.set(what, (this.failed.get(what) ?? 0) + 1)

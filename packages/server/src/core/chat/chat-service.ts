@@ -306,7 +306,8 @@ export class ChatService {
         stored = res[0]
       } else {
         const s = p.sampling
-        if (p.touch) await touchConversation(uow, p.conversation, p.prompt, now)
+        if (p.touch && !(await touchConversation(uow, p.conversation, p.prompt, now)))
+          throw exactError(403, 'Conversation does not belong to current user')
         stored = await uow.insert('requests', {
           ...values,
           id: requestId,

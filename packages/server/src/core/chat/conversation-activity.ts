@@ -41,20 +41,22 @@ export function registerConversationHooks(hooks: RecordHooks): void {
 
 /**
  * Inside a send's transaction, before its request row is inserted: moves the conversation to the
- * top of the list and, for its first message, replaces the default title.
+ * top of the list and, for its first message, replaces the default title. False when the
+ * conversation is gone (deleted since the send read it): the send must not go on, or its request
+ * would outlive the conversation's deletion, run and be charged where nobody can see it.
  */
 export async function touchConversation(
   uow: UnitOfWork,
   conversationId: string,
   prompt: string,
   now: string,
-): Promise<void> {
+): Promise<boolean> {
   const conversation = await uow.trx
     .selectFrom('conversations')
     .select(['title'])
     .where('id', '=', conversationId)
     .executeTakeFirst()
-  if (!conversation) return
+  if (!conversation) return false
   const values: Record<string, string> = { last_message_at: now, updated: now }
   if (conversation.title === DEFAULT_TITLE) {
     const earlier = await uow.trx
@@ -65,5 +67,9 @@ export async function touchConversation(
       .executeTakeFirst()
     if (!earlier) values.title = autoTitle(prompt)
   }
-  await uow.update('conversations', (q) => q.set(values).where('id', '=', conversationId))
+  // The update, not the read, decides: on PostgreSQL it waits for a deletion in progress.
+  const touched = await uow.update('conversations', (q) =>
+    q.set(values).where('id', '=', conversationId),
+  )
+  return touched.length === 1
 }
