@@ -98,7 +98,10 @@ export async function startServer(
     const m = message as RecordBusMessage
     const collection = findCollection(m.collection)
     if (!collection) return
-    if (collection.type === 'auth' && m.action !== 'create') core.auth.forget(m.row.id as string)
+    if (collection.type === 'auth' && m.action !== 'create') {
+      core.auth.forget(m.row.id as string)
+      hub.revoke(m.row.id as string, m.action === 'delete' ? null : m.row.tokenKey)
+    }
     hub.publish({ action: m.action, collection, row: m.row }).catch((err) => {
       log.error({ err }, 'realtime delivery failed')
     })

@@ -63,17 +63,27 @@ async function parseForm(c: Context, type: string, multipart: boolean): Promise<
   const body: Body = {}
   for (const [key, value] of entries) {
     if (key === '@jsonPayload') {
-      if (typeof value === 'string') Object.assign(body, parseJson(value) as object)
+      if (typeof value === 'string')
+        for (const [k, v] of Object.entries(parseJson(value) as object)) put(body, k, v)
       continue
     }
     // Repeated keys collect into an array, as Hono's parseBody({ all: true }) does.
     const inferred = inferValue(value)
-    const seen = body[key]
-    if (seen === undefined) body[key] = key.endsWith('[]') ? [inferred] : inferred
+    const seen = Object.hasOwn(body, key) ? body[key] : undefined
+    if (seen === undefined) put(body, key, key.endsWith('[]') ? [inferred] : inferred)
     else if (Array.isArray(seen)) seen.push(inferred)
-    else body[key] = [seen, inferred]
+    else put(body, key, [seen, inferred])
   }
   return body
+}
+
+/**
+ * Sets an own property, whatever the key: assigning `__proto__` (as Object.assign does with a
+ * payload's own `__proto__` key) would instead make the value the body's prototype, and the
+ * checks that read own keys only (NUL) would miss what the body then reads through it.
+ */
+function put(body: Body, key: string, value: unknown) {
+  Object.defineProperty(body, key, { value, enumerable: true, writable: true, configurable: true })
 }
 
 function tooManyFields() {

@@ -10,10 +10,12 @@ export function nowDate(): string {
 /** Lenient parse of a client-sent date (ISO with T or space, offsets, unix seconds); null if invalid. */
 export function parseDate(value: unknown): string | null {
   if (value === '' || value === null || value === undefined) return ''
-  if (typeof value === 'number') return formatDate(new Date(value * 1000))
-  if (typeof value !== 'string') return null
-  const date = new Date(
-    value.includes(' ') && !value.includes('T') ? value.replace(' ', 'T') : value,
-  )
-  return Number.isNaN(date.getTime()) ? null : formatDate(date)
+  if (typeof value !== 'number' && typeof value !== 'string') return null
+  const date =
+    typeof value === 'number'
+      ? new Date(value * 1000)
+      : new Date(value.includes(' ') && !value.includes('T') ? value.replace(' ', 'T') : value)
+  // Past the years the format writes (0000-9999) toISOString adds a sign, or throws (1e20 seconds).
+  const year = date.getUTCFullYear()
+  return Number.isNaN(year) || year < 0 || year > 9999 ? null : formatDate(date)
 }

@@ -57,6 +57,9 @@ export function createAuthService(
   // evicts its entries, so a password change still revokes old tokens at once.
   const verified = new Map<string, { user: Record<string, unknown>; until: number }>()
   const byUser = new Map<string, Set<string>>()
+  // Counts forgets: a user read before one (the password changing meanwhile) is not remembered,
+  // or the old token would live on in the cache after the change.
+  let forgets = 0
 
   return {
     async callerFromHeader(header) {
@@ -64,8 +67,10 @@ export function createAuthService(
       if (!token) return guest
       const hit = verified.get(token)
       if (hit && hit.until > Date.now()) return asUser(hit.user)
+      const before = forgets
       const user = await verifyAuthToken(tokens, database.db, token, users.id)
       if (!user) return guest
+      if (forgets !== before) return asUser(user)
       if (verified.size >= userCacheMax) {
         verified.clear()
         byUser.clear()
@@ -79,6 +84,7 @@ export function createAuthService(
     },
 
     forget(userId) {
+      forgets++
       for (const token of byUser.get(userId) ?? []) verified.delete(token)
       byUser.delete(userId)
     },

@@ -13,7 +13,8 @@ import { applyEntry } from './ledger-entry.ts'
 import { reversePendingEarnings } from './pending-earnings.ts'
 import { endDeletedRequest, OPEN_STATUSES } from './settlement.ts'
 
-/** The `user` of a deleted account's ledger rows: never a record id, so no sign-up can claim them. */
+/** The `user` of a deleted account's ledger rows and requests: never a record id, so no sign-up
+ * can claim them. */
 export const closedAccount = (userId: string) => `deleted_${userId}`
 
 export function bindLedgerHooks(hooks: RecordHooks, initialCredits: number): void {
@@ -71,10 +72,17 @@ async function closeAccount(uow: UnitOfWork, user: Row): Promise<void> {
     })
   }
   // Straight on the transaction, unpublished: the only subscriber who could see these rows is
-  // the account being deleted.
+  // the account being deleted. Every row naming the account goes: a sign-up may choose its id, and
+  // whoever next signs up as `id` would get the prompts and answers of its requests (those made
+  // with an API key have no conversation to cascade with) and the refunds of what it paid nodes
+  // on probation (a payer gone forfeits them).
+  const closed = closedAccount(id)
+  for (const table of ['user_credit_txs', 'requests'])
+    await trx.updateTable(table).set({ user: closed }).where('user', '=', id).execute()
   await trx
-    .updateTable('user_credit_txs')
-    .set({ user: closedAccount(id) })
-    .where('user', '=', id)
+    .updateTable('_pending_earnings')
+    .set({ payer: closed })
+    .where('payer', '=', id)
+    .where('status', '=', 'pending')
     .execute()
 }

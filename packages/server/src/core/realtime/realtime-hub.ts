@@ -10,7 +10,7 @@
  * once per view, so one user's thousands of filters cannot delay anyone else's events.
  */
 import type { Database } from '../../db/database.ts'
-import type { Caller } from '../records/caller.ts'
+import { guest, type Caller } from '../records/caller.ts'
 import type { Row } from '../records/serialize.ts'
 import { randomString } from '../../tools/ids.ts'
 import { CostBudget, defaultCostBudget, type CostBudgetOptions } from './cost-budget.ts'
@@ -173,6 +173,19 @@ export class RealtimeHub {
     }
   }
 
+  /**
+   * A user's row changed or went: streams signed in as them with a token it no longer accepts (a
+   * password change gave it a new token key, or the account was deleted: `tokenKey` null) go on
+   * with the same subscriptions as a guest's, as their token would on any other request.
+   */
+  revoke(userId: string, tokenKey: unknown): void {
+    for (const client of this.clients.values()) {
+      const auth = client.caller?.auth
+      if (!auth || auth.id !== userId || (tokenKey !== null && auth.tokenKey === tokenKey)) continue
+      this.setSubscriptions(client.id, guest, [...client.subscriptions.keys()])
+    }
+  }
+
   /** Delivers one record event to every matching, permitted subscription. */
   publish(event: RealtimeEvent): Promise<void> {
     if (!this.index.has(event.collection.name)) return Promise.resolve()
@@ -190,23 +203,31 @@ export class RealtimeHub {
       }
       const { caller, owner } = view
       const started = performance.now()
-      const verdicts = candidates.map((sub) => match.quick(caller, sub))
+      let verdicts: QuickVerdict[]
       let frames: Buffer[] | null = null
-      if (!verdicts.includes('later')) {
-        frames = []
-        const tally = { queries: 0 }
-        for (let i = 0; i < candidates.length; i++) {
-          if (verdicts[i] !== 'yes') continue
-          const sub = candidates[i]
-          const data = match.payload(caller, sub, tally) as string
-          let byName = framed.get(data)
-          if (!byName) framed.set(data, (byName = new Map()))
-          let bytes = byName.get(sub.key)
-          if (!bytes) byName.set(sub.key, (bytes = frame(sub.key, data)))
-          frames.push(bytes)
+      try {
+        verdicts = candidates.map((sub) => match.quick(caller, sub))
+        if (!verdicts.includes('later')) {
+          frames = []
+          const tally = { queries: 0 }
+          for (let i = 0; i < candidates.length; i++) {
+            if (verdicts[i] !== 'yes') continue
+            const sub = candidates[i]
+            const data = match.payload(caller, sub, tally) as string
+            let byName = framed.get(data)
+            if (!byName) framed.set(data, (byName = new Map()))
+            let bytes = byName.get(sub.key)
+            if (!bytes) byName.set(sub.key, (bytes = frame(sub.key, data)))
+            frames.push(bytes)
+          }
         }
+      } catch {
+        // As in `later`: one view's failing check or payload must not stop the other views.
+        this.dropped += view.members.size
+        continue
+      } finally {
+        this.budget.charge(owner, performance.now() - started)
       }
-      this.budget.charge(owner, performance.now() - started)
       // Per member stream: append the view's bytes (or queue behind its database work).
       for (const client of view.members) {
         if (client.backlog >= this.maxBacklog) {

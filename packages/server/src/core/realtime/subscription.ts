@@ -8,6 +8,7 @@
 import { findCollection, findField } from '../collections/registry.ts'
 import type { CollectionDef } from '../collections/collection-def.ts'
 import { FilterError } from '../../tools/filter/filter-error.ts'
+import { FieldsError, parseFields } from '../records/fields-picker.ts'
 import { parseFilter, type FilterExpr, type Operand } from '../../tools/filter/parser.ts'
 
 export interface Subscription {
@@ -16,7 +17,8 @@ export interface Subscription {
   /** '*' for the whole collection, else one record id. */
   recordId: string
   filter?: string
-  /** The parsed filter; null when it cannot match (unparsable, or forbidden to the caller). */
+  /** The parsed filter; null when it cannot match (unparsable, forbidden to the caller, or beside
+   * a malformed `fields` option). */
   expr?: FilterExpr | null
   /** A conjunct `field = "text"`: only records with that value can match. */
   equality?: { field: string; value: string }
@@ -45,7 +47,20 @@ export function parseSubscription(key: string): Subscription | null {
     }
   }
   if (sub.filter?.trim()) compileFilter(sub)
+  // A `fields` option that cannot be applied would throw while the event is being delivered to
+  // everyone: such a subscription never matches instead, like an unparsable filter.
+  if (sub.fields !== undefined && !fieldsParse(sub.fields)) sub.expr = null
   return sub
+}
+
+function fieldsParse(fields: string): boolean {
+  try {
+    parseFields(fields)
+    return true
+  } catch (err) {
+    if (err instanceof FieldsError) return false
+    throw err
+  }
 }
 
 /** Parses the filter once; a filter that cannot parse never matches (PocketBase sends nothing). */
