@@ -22,6 +22,17 @@ describe('parseReturnParam', () => {
   it('keeps protocol-relative input on this origin', () => {
     expect(parseReturnParam('//evil.example/x')).toBe('/evil.example/x')
   })
+  // Browsers read a backslash as '/' and drop tabs and newlines in URLs: these paths name another host,
+  // and the router refused them with its error page in place of the app, right after sign-in.
+  it('ignores paths that a browser would resolve to another host', () => {
+    const warn = vi.spyOn(console, 'warn').mockImplementation(() => {})
+    for (const raw of ['/%5Cexample.org/x', '%2F%5Cexample.org', '/%09/example.org', '/\\evil'])
+      expect(parseReturnParam(raw), raw).toBeNull()
+    expect(warn).toHaveBeenCalledTimes(4)
+    // A full URL whose path reads '//host' stays a path on this origin, as '//host' input does.
+    expect(parseReturnParam('https://h//evil.example/x')).toBe('/evil.example/x')
+    expect(parseReturnParam('http://h/%5Cevil')).toBe('/evil')
+  })
   it('logs and ignores what cannot be parsed', () => {
     const warn = vi.spyOn(console, 'warn').mockImplementation(() => {})
     expect(parseReturnParam('%E0%A4%A')).toBeNull()

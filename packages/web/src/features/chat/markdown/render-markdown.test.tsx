@@ -49,6 +49,13 @@ describe('renderMarkdown', () => {
     expect(link?.getAttribute('rel')).toContain('noreferrer')
   })
 
+  // A node can send any text: quotes nested a few thousand deep overflowed the parser's stack,
+  // the render threw and the router's error page replaced the whole app.
+  it('shows pathologically nested markdown as plain text instead of throwing', () => {
+    const { container } = show(`${'>'.repeat(10000)} deep quote`)
+    expect(container.textContent).toContain('deep quote')
+  })
+
   it('parses a finished text once: the same elements come back', () => {
     const text = `Some *text* ${Math.random()}`
     expect(renderMarkdown(text, true)).toBe(renderMarkdown(text, true))

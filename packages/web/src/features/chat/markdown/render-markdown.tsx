@@ -68,8 +68,14 @@ const components = {
 } as unknown as Components
 
 function render(text: string): ReactNode {
-  const tree = processor.runSync(processor.parse(text)) as Root
-  return toJsxRuntime(tree, { Fragment, jsx, jsxs, components, passKeys: true })
+  try {
+    const tree = processor.runSync(processor.parse(text)) as Root
+    return toJsxRuntime(tree, { Fragment, jsx, jsxs, components, passKeys: true })
+  } catch {
+    // The parser and the tree walkers recurse: a node's answer nested a few thousand deep
+    // overflows the stack. Plain text then, as before the renderer loads, not a crashed screen.
+    return <p className="break-words whitespace-pre-wrap">{text}</p>
+  }
 }
 
 const CACHE_LIMIT = 400
