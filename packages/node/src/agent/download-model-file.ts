@@ -10,6 +10,7 @@ import { join } from 'node:path'
 import { Readable, Transform } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { describeNetworkError, errorCode } from './network-errors.ts'
+import { readBodyStart } from './read-body-start.ts'
 
 export interface DownloadModelFileOptions {
   url: string
@@ -32,6 +33,14 @@ export class ChecksumMismatchError extends Error {
   override name = 'ChecksumMismatchError'
 }
 
+/**
+ * The server sent more bytes than the catalogue's size: the file cannot be the catalogue's. The
+ * transfer stops there (an endless body must not fill the disk) and the partial file is removed.
+ */
+class FileTooLargeError extends ChecksumMismatchError {
+  override name = 'FileTooLargeError'
+}
+
 /** The server refused the download (status other than 200/206/416); status 0: unreachable. */
 export class DownloadHttpError extends Error {
   override name = 'DownloadHttpError'
@@ -50,7 +59,7 @@ export class DownloadHttpError extends Error {
  * body, else the status line.
  */
 async function refusal(res: Response): Promise<string> {
-  const text = (await res.text().catch(() => '')).slice(0, 2000)
+  const { text } = await readBodyStart(res, 2000)
   let message = ''
   try {
     const body = JSON.parse(text) as { message?: unknown }
@@ -130,6 +139,13 @@ async function downloadOnce(o: DownloadModelFileOptions): Promise<string> {
   const source = Readable.fromWeb(res.body as import('node:stream/web').ReadableStream)
   const meter = new Transform({
     transform(chunk: Buffer, _encoding, done) {
+      if (o.sizeBytes > 0 && received + chunk.length > o.sizeBytes) {
+        return done(
+          new FileTooLargeError(
+            `${o.fileName} is larger than the catalogue's ${o.sizeBytes} bytes: the download was stopped`,
+          ),
+        )
+      }
       hash.update(chunk)
       received += chunk.length
       report()
@@ -137,10 +153,14 @@ async function downloadOnce(o: DownloadModelFileOptions): Promise<string> {
     },
   })
   const sink = createWriteStream(part, { flags: offset > 0 ? 'a' : 'w' })
-  await pipeline(source, meter, sink, { signal: o.signal }).catch((err: unknown) => {
+  await pipeline(source, meter, sink, { signal: o.signal }).catch(async (err: unknown) => {
     // A full disk is the owner's to fix; a transfer that broke off is tried again (resuming).
     if (o.signal?.aborted || /^E(NOSPC|ACCES|PERM|ROFS|DQUOT)$/.test(errorCode(err) ?? ''))
       throw err
+    if (err instanceof FileTooLargeError) {
+      await rm(part, { force: true })
+      throw err
+    }
     const at = total > 0 ? ` at ${Math.floor((received / total) * 100)}%` : ''
     throw new DownloadHttpError(
       0,

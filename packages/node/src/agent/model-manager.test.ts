@@ -94,12 +94,15 @@ describe('ModelManager', () => {
       downloadHeaders: {},
       onStatus: (s) => seen.push(s),
     })
-    const bad = entry({ requested_serving: false })
-    bad.model.file_name = '../escape.gguf'
-    mm.apply([bad])
-    await mm.idle()
-    expect(seen.at(-1)?.error_message).toMatch(/Unsafe model file name/)
-    expect(seen.at(-1)?.is_downloaded).toBe(false)
+    // Traversal, a Windows path, a NUL (every try would fail), another download's partial file.
+    for (const name of ['../escape.gguf', '..\\escape.gguf', 'm\u0000.gguf', 'other.gguf.part']) {
+      const bad = entry({ id: `nm ${name}`, requested_serving: false })
+      bad.model.file_name = name
+      mm.apply([bad])
+      await mm.idle()
+      expect(seen.at(-1)?.error_message).toMatch(/Unsafe model file name/)
+      expect(seen.at(-1)?.is_downloaded).toBe(false)
+    }
   })
 })
 

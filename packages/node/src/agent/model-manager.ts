@@ -334,7 +334,11 @@ export class ModelManager {
 
   #path(fileName: string): string {
     const name = basename(fileName)
-    if (name !== fileName || name === '' || name.startsWith('.')) {
+    // Also refused: a backslash (a separator on Windows), NUL and control characters (no file
+    // system takes them: every try would fail, retried for ever) and `.part`, the name of another
+    // download's unverified bytes.
+    const odd = [...name].some((c) => c < ' ' || c === '\\') || name.endsWith('.part')
+    if (name !== fileName || name === '' || name.startsWith('.') || odd) {
       throw new UnsafeFileNameError(`Unsafe model file name: ${fileName}`)
     }
     return join(this.#o.modelsDir, name)

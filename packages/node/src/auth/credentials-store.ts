@@ -40,7 +40,15 @@ export async function readCredentials(home: string): Promise<NodeCredentials> {
   } catch (err) {
     throw new MissingCredentialsError(`No node credentials at ${path}`, { cause: err })
   }
-  const parsed = nodeCredentialsSchema.safeParse(JSON.parse(raw))
+  // A file cut short (a full disk, a crash while writing) is invalid, not a crash whose message
+  // quotes a piece of the credential.
+  let json: unknown = null
+  try {
+    json = JSON.parse(raw)
+  } catch {
+    // reported below
+  }
+  const parsed = nodeCredentialsSchema.safeParse(json)
   if (!parsed.success) throw new MissingCredentialsError(`Invalid node credentials in ${path}`)
   return parsed.data
 }

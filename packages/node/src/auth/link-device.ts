@@ -4,6 +4,7 @@
  * `wait-flow` until the owner approves or denies or the flow expires.
  */
 import { describeNetworkError } from '../agent/network-errors.ts'
+import { readJsonBody } from '../agent/read-body-start.ts'
 import {
   startFlowResponseSchema,
   waitFlowResponseSchema,
@@ -72,7 +73,7 @@ export async function linkDevice(options: LinkDeviceOptions): Promise<LinkedDevi
   }
   if (!res.ok)
     throw new LinkStartError(`${origin} refused the device link: ${await errorMessage(res)}`)
-  const parsed = startFlowResponseSchema.safeParse(await res.json().catch(() => null))
+  const parsed = startFlowResponseSchema.safeParse(await readJsonBody(res))
   if (!parsed.success) {
     throw new LinkStartError(
       `${origin} is not a Meshwork server (its answer to /api/auth/start-flow is not a device link)`,
@@ -112,7 +113,7 @@ export async function linkDevice(options: LinkDeviceOptions): Promise<LinkedDevi
       }
       throw new LinkExpiredError(message || 'The authorization request expired')
     }
-    const answer = waitFlowResponseSchema.parse(await res.json())
+    const answer = waitFlowResponseSchema.parse(await readJsonBody(res))
     if (answer.status === 'approved') {
       return { nodeId: answer.node_id, credential: answer.credential }
     }
@@ -123,7 +124,7 @@ export async function linkDevice(options: LinkDeviceOptions): Promise<LinkedDevi
 
 /** The PocketBase-shaped error's `message`, or the HTTP status when there is none. */
 async function errorMessage(res: Response): Promise<string> {
-  const body = (await res.json().catch(() => null)) as { message?: unknown } | null
+  const body = (await readJsonBody(res)) as { message?: unknown } | null
   return typeof body?.message === 'string' && body.message
     ? body.message
     : `The server answered HTTP ${res.status}`

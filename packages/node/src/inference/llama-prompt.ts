@@ -14,7 +14,12 @@ export interface PlainPrompt {
   maxTokens: number
 }
 
-/** Oldest turns are dropped (a leading system message last) until prompt and answer fit. */
+/**
+ * Oldest turns are dropped (a leading system message last) until prompt and answer fit. Each
+ * drop only shortens the transcript, so the fewest drops that fit are found by halving: a job of
+ * thousands of messages tokenizes a few dozen transcripts, not one per message (tokenizing blocks
+ * the event loop, and a prompt from the coordinator may hold any number of messages).
+ */
 export function plainPrompt(
   model: LlamaModel,
   contextSize: number,
@@ -24,17 +29,52 @@ export function plainPrompt(
   const window = Math.min(contextSize, sampling.context_length)
   // Keep room for at least a short answer even when the prompt is long.
   const answerRoom = Math.min(sampling.max_tokens, Math.floor(window / 2))
-  let kept = messages
-  let tokens = model.tokenize(plainTranscript(kept))
-  while (tokens.length + answerRoom > window && kept.length > 1) {
-    const dropAt = kept[0].role === 'system' && kept.length > 2 ? 1 : 0
-    kept = kept.filter((_, i) => i !== dropAt)
-    tokens = model.tokenize(plainTranscript(kept))
+  const tokenized = new Map<number, Token[]>()
+  const tokensAfter = (drops: number) => {
+    let t = tokenized.get(drops)
+    if (!t) tokenized.set(drops, (t = model.tokenize(plainTranscript(afterDrops(messages, drops)))))
+    return t
   }
+  const fits = (drops: number) => tokensAfter(drops).length + answerRoom <= window
+  // Drops go up to one message left, which is kept (and cut) whether it fits or not.
+  let lo = 0
+  let hi = messages.length - 1
+  if (fits(0)) hi = 0
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1
+    if (fits(mid)) hi = mid
+    else lo = mid + 1
+  }
+  let tokens = tokensAfter(lo)
   if (tokens.length + answerRoom > window)
     tokens = tokens.slice(tokens.length - (window - answerRoom))
   const maxTokens = Math.max(1, Math.min(sampling.max_tokens, window - tokens.length - 1))
   return { tokens, maxTokens }
+}
+
+/**
+ * The messages left after `drops` drops, one at a time: the oldest turn, or the turn after a
+ * leading system message while more than that message and one turn are left.
+ */
+function afterDrops(messages: ChatMessage[], drops: number): ChatMessage[] {
+  // What is left: an optional system message at `head`, then messages[start..].
+  let head = -1
+  let start = 0
+  for (let i = 0; i < drops; i++) {
+    const left = (head >= 0 ? 1 : 0) + messages.length - start
+    if (left <= 1) break
+    const first = head >= 0 ? head : start
+    if (messages[first].role === 'system' && left > 2) {
+      if (head >= 0) start++
+      else {
+        head = start
+        start += 2
+      }
+    } else if (head >= 0) head = -1
+    else start++
+  }
+  const rest = messages.slice(start)
+  return head >= 0 ? [messages[head], ...rest] : rest
 }
 
 /**

@@ -8,6 +8,7 @@ import { credentialsPath, readCredentials, writeCredentials } from '../../auth/c
 import { LinkDeniedError, LinkExpiredError, linkDevice } from '../../auth/link-device.ts'
 import { resolveNodeHome } from '../../node-home.ts'
 import { openBrowser } from '../utils/open-browser.ts'
+import { serverUrlProblem } from '../utils/server-url.ts'
 
 interface LoginArgs {
   server: string
@@ -42,6 +43,12 @@ export const loginCommand: CommandModule<object, LoginArgs> = {
         describe: 'Link again even if this machine is linked already (a new node)',
       }),
   handler: async ({ server, device, open, force }) => {
+    const problem = serverUrlProblem(server)
+    if (problem) {
+      process.stderr.write(`${problem}\n`)
+      process.exitCode = 1
+      return
+    }
     const home = resolveNodeHome()
     const linked = await readCredentials(home).catch(() => null)
     if (linked && !force) {

@@ -8,6 +8,7 @@ import { startAgent } from '../../agent/start-agent.ts'
 import { resolveNodeHome } from '../../node-home.ts'
 import { printAgentEvents } from '../utils/print-agent-events.ts'
 import { createAgentLog } from '../utils/agent-log.ts'
+import { serverUrlProblem } from '../utils/server-url.ts'
 
 interface StartArgs {
   server?: string
@@ -74,6 +75,12 @@ export const startCommand: CommandModule<object, StartArgs> = {
       return
     }
     const server = args.server ?? creds.server
+    const problem = serverUrlProblem(server)
+    if (problem) {
+      process.stderr.write(`${problem}\n`)
+      process.exitCode = 1
+      return
+    }
     const agent = await startAgent({
       server,
       nodeId: creds.node_id,
