@@ -31,7 +31,6 @@ import {
 import {
   ATTEMPT_ENDED,
   FULL_NODE_PAUSE_MS,
-  MAX_FULL_REPLIES,
   MAX_OFFERS,
   NO_NODE_MESSAGE,
   NO_SLOT_REASON,
@@ -87,7 +86,6 @@ export class Scheduler implements RegistryListener {
       ...item,
       tried: new Set(),
       triedOwners: new Set(),
-      saidFull: new Map(),
       offers: 0,
       queuedAt: Date.now(),
       job: null,
@@ -542,18 +540,15 @@ export class Scheduler implements RegistryListener {
   private retryLater(work: Work, nodeId: string) {
     const session = this.registry.get(nodeId)
     if (session) session.fullUntil = Date.now() + FULL_NODE_PAUSE_MS
-    // A few times per request: a node saying so more often is passed over for it (still at no
-    // fault), or one lying about its slots could take every waiting request through its offers to
-    // a failure. A canary waits for its one node.
-    const times = (work.saidFull.get(nodeId) ?? 0) + 1
-    work.saidFull.set(nodeId, times)
-    if (!work.canary && times > MAX_FULL_REPLIES)
-      return this.reassign(work, ATTEMPT_ENDED.full, null)
     const owner = work.job?.owner ?? ''
     this.reassign(work, ATTEMPT_ENDED.full, null)
     work.tried.delete(nodeId)
     work.triedOwners.delete(owner)
-    if (work.canary) work.offers = 0
+    // An offer answered "full" is not one of the request's offers: it waits for a node with room,
+    // however often one says so. Counted, a node lying about its slots took every request waiting
+    // for a busy honest node through its offers to a failure, and so did honest nodes busy with
+    // other processes' jobs when scaled out. The node's pause above bounds how often it is asked.
+    work.offers = work.canary ? 0 : Math.max(0, work.offers - 1)
     setTimeout(() => this.onCapacity(), FULL_NODE_PAUSE_MS + 10).unref()
   }
 

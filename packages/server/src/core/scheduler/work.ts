@@ -52,8 +52,6 @@ export const MAX_OFFERS = 10
 /** Why a request was not run by a process that shut down (no other process could take it). */
 export const DRAIN_REASON = 'The coordinator shut down'
 export const FULL_NODE_PAUSE_MS = 250
-/** Times a node may say it is full of one request before it is passed over for that request. */
-export const MAX_FULL_REPLIES = 2
 
 export const NO_NODE_MESSAGE =
   'No node is available to process this request. Please try again later.'
@@ -117,9 +115,7 @@ export interface Work extends WorkItem {
   tried: Set<string>
   /** Owners whose node failed this request: the next attempt goes to someone else's node. */
   triedOwners: Set<string>
-  /** How often each node said it was full when offered this request (scheduler.ts, retryLater). */
-  saidFull: Map<string, number>
-  /** Offers made, rejections for a full node included. */
+  /** Offers made, not counting those a node answered "full" (scheduler.ts, retryLater). */
   offers: number
   queuedAt: number
   job: Job | null
