@@ -5,7 +5,14 @@
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import SqliteDatabase from 'better-sqlite3'
-import { Kysely, PostgresDialect, SqliteDialect, sql, type CompiledQuery } from 'kysely'
+import {
+  Kysely,
+  PostgresDialect,
+  SqliteAdapter,
+  SqliteDialect,
+  sql,
+  type CompiledQuery,
+} from 'kysely'
 import pg from 'pg'
 import { likeMatch, type LikeBudget } from '../tools/filter/values.ts'
 import { log } from '../tools/log.ts'
@@ -65,7 +72,7 @@ function openSqlite(options: DatabaseOptions): Database {
   const statements = { count: 0 }
   const cache = withStatementCache(driver)
   const db: Db = new Kysely({
-    dialect: new SqliteDialect({ database: cache }),
+    dialect: new TransactionalDdlSqliteDialect({ database: cache }),
     log: countStatements(statements),
   })
   return {
@@ -88,6 +95,25 @@ function openSqlite(options: DatabaseOptions): Database {
       }
     },
     close: () => db.destroy(),
+  }
+}
+
+/**
+ * SQLite's DDL is transactional, but Kysely's adapter says it is not, so its migrator ran each
+ * migration's statements, and the row recording it, one by one: a process killed in between left
+ * a half-made schema that the next start tried to make again ("table already exists", "duplicate
+ * column name") and could never start. Saying so makes the migrator run pending migrations and
+ * their bookkeeping in one transaction, as on PostgreSQL.
+ */
+class TransactionalDdlSqliteAdapter extends SqliteAdapter {
+  override get supportsTransactionalDdl(): boolean {
+    return true
+  }
+}
+
+class TransactionalDdlSqliteDialect extends SqliteDialect {
+  override createAdapter(): SqliteAdapter {
+    return new TransactionalDdlSqliteAdapter()
   }
 }
 

@@ -109,7 +109,7 @@ export async function createInferenceNetwork(
   sweeper.unref()
   const flows = new LinkFlows(
     core.database,
-    core.records,
+    core,
     options.linkFlowTtlMs ?? LINK_FLOW_TTL_MS,
   )
   const registry = new NodeRegistry(

@@ -8,8 +8,9 @@ import { ApiError } from '../../tools/api-error.ts'
 import { formatDate, nowDate } from '../../tools/dates.ts'
 import { newRecordId, randomString } from '../../tools/ids.ts'
 import { requireCollection } from '../collections/registry.ts'
-import { server as superuser } from '../records/caller.ts'
-import type { RecordsService } from '../records/records-service.ts'
+import { defaultRow } from '../records/record-body.ts'
+import type { Row } from '../records/serialize.ts'
+import { withUnitOfWork, type WriteTarget } from '../records/unit-of-work.ts'
 import { issueCredential, newSecret, sha256Hex } from './node-credentials.ts'
 
 export const LINK_FLOW_TTL_MS = 10 * 60_000
@@ -33,7 +34,8 @@ export class LinkFlows {
 
   constructor(
     private database: Database,
-    private records: RecordsService,
+    /** Where the approval's unit of work writes and publishes (the core). */
+    private target: WriteTarget,
     private ttlMs = LINK_FLOW_TTL_MS,
   ) {}
 
@@ -77,24 +79,40 @@ export class LinkFlows {
     userId: string,
   ): Promise<{ node_id: string; device_name: string }> {
     const flow = await this.pendingFlow(stateToken)
-    // Claim the flow first, so two approvals can never create two nodes.
-    if (!(await this.finish(stateToken, { status: 'approving', user: userId })))
-      throw invalidToken()
-    const node = await this.records.create(superuser, requireCollection('nodes'), {
+    const nodes = requireCollection('nodes')
+    const now = nowDate()
+    const row: Row = {
+      ...defaultRow(nodes),
+      id: newRecordId(),
       user: userId,
       device_name: String(flow.device_name).slice(0, 100) || 'Unknown',
       status: 'offline',
+    }
+    for (const f of nodes.fields) if (f.type === 'autodate') row[f.name] = now
+    // One transaction: the claim, the node, its credential and the approval. A process killed
+    // half-way leaves the flow pending (the owner approves again), never a flow stuck half-way
+    // nor a node no device can use.
+    const node = await withUnitOfWork(this.target, async (uow) => {
+      // Claim the flow first, so two approvals can never create two nodes.
+      const claimed = await uow.trx
+        .updateTable('_link_flows')
+        .set({ status: 'approving', user: userId, updated: now })
+        .where('state_token', '=', stateToken)
+        .where('status', '=', 'pending')
+        .executeTakeFirst()
+      if (Number(claimed.numUpdatedRows) !== 1) throw invalidToken()
+      const stored = await uow.insert('nodes', row)
+      const credential = await issueCredential(uow.trx, String(stored.id))
+      // The plain credential waits in the flow row only until the node collects it (see wait).
+      await uow.trx
+        .updateTable('_link_flows')
+        .set({ status: 'approved', node: stored.id, credential, updated: nowDate() })
+        .where('state_token', '=', stateToken)
+        .execute()
+      return stored
     })
-    const nodeId = String(node.id)
-    const credential = await issueCredential(this.database.db, nodeId)
-    // The plain credential waits in the flow row only until the node collects it (see wait).
-    await this.database.db
-      .updateTable('_link_flows')
-      .set({ status: 'approved', node: nodeId, credential, updated: nowDate() })
-      .where('state_token', '=', stateToken)
-      .execute()
     this.wake(stateToken)
-    return { node_id: nodeId, device_name: String(node.device_name) }
+    return { node_id: String(node.id), device_name: String(node.device_name) }
   }
 
   /**

@@ -11,7 +11,8 @@ import type { CoreApp } from '../app.ts'
 import type { RecordBusMessage } from '../records/record-events.ts'
 import { requireCollection } from '../collections/registry.ts'
 import { server as superuser } from '../records/caller.ts'
-import { nowDate } from '../../tools/dates.ts'
+import { formatDate, nowDate } from '../../tools/dates.ts'
+import { withSingleWrite } from '../records/unit-of-work.ts'
 import { loadDesiredState } from './desired-state.ts'
 import { parseJsonDroppingNul } from '../../tools/nul.ts'
 import { ApiError } from '../../tools/api-error.ts'
@@ -341,6 +342,44 @@ export class NodeRegistry {
   private sweep() {
     const cutoff = Date.now() - this.heartbeatTimeoutMs
     for (const s of this.sessions.values()) if (s.lastFrameAt < cutoff) s.ws.terminate()
+    if (this.relay && !this.sweepingAbandoned) {
+      this.sweepingAbandoned = true
+      this.storeAbandonedOffline()
+        .catch((err) => {
+          if (!this.closed) log.error({ err }, 'storing abandoned nodes offline failed')
+        })
+        .finally(() => {
+          this.sweepingAbandoned = false
+        })
+    }
+  }
+
+  private sweepingAbandoned = false
+
+  /**
+   * Scaled out: a node is written offline by the process holding its socket when the socket goes,
+   * and a starting process leaves nodes alone. A process that dies (SIGKILL) writes nothing, so a
+   * node whose agent never came back stayed stored online for ever (its model listed as served).
+   * A connected node's `last_seen` is rewritten at least every `lastSeenRefreshMs` (plus a
+   * heartbeat): one whose row is older than that, with margin, has no socket on any live process.
+   */
+  private async storeAbandonedOffline(): Promise<void> {
+    const stale = formatDate(
+      new Date(Date.now() - 2 * this.lastSeenRefreshMs - this.heartbeatTimeoutMs),
+    )
+    const rows = await withSingleWrite(this.core, (uow) =>
+      uow.update('nodes', (q) =>
+        q
+          .set({ status: 'offline' })
+          .where('status', 'in', ['online', 'busy'])
+          .where('last_seen', '<', stale),
+      ),
+    )
+    // One connected here whose writes fell behind: its next heartbeat writes its status again.
+    for (const row of rows) {
+      const session = this.sessions.get(String(row.id))
+      if (session) session.written = null
+    }
   }
 
   /** Writes of one node run in order, so a late write never overtakes an earlier one. */

@@ -46,8 +46,8 @@ const signs: Record<string, number> = {
 export const exactCredits: Migration = {
   async up(db: Db) {
     const dialect = dialectOf(db)
-    // Kysely runs PostgreSQL migrations in a transaction already; SQLite's DDL is transactional too.
-    if (dialect === 'sqlite') await db.transaction().execute((trx) => convert(trx, dialect))
+    // Kysely runs migrations in a transaction already (database.ts); one run by hand may not be.
+    if (!db.isTransaction) await db.transaction().execute((trx) => convert(trx, dialect))
     else await convert(db, dialect)
   },
 }

@@ -71,7 +71,7 @@ export const emailCase: Migration = {
           : sql`translate(email, ${sql.lit(upper)}, ${sql.lit(lower)})`
       await sql`CREATE UNIQUE INDEX idx_users_ci_email ON users (${key})`.execute(trx)
     }
-    if (dialect === 'sqlite') await db.transaction().execute(run)
+    if (!db.isTransaction) await db.transaction().execute(run)
     else await run(db)
   },
 }
