@@ -107,11 +107,7 @@ export async function createInferenceNetwork(
     sweepStrandedHolds(core).catch((err) => log.error({ err }, 'hold sweep failed'))
   }, HOLD_SWEEP_INTERVAL_MS)
   sweeper.unref()
-  const flows = new LinkFlows(
-    core.database,
-    core,
-    options.linkFlowTtlMs ?? LINK_FLOW_TTL_MS,
-  )
+  const flows = new LinkFlows(core.database, core, options.linkFlowTtlMs ?? LINK_FLOW_TTL_MS)
   const registry = new NodeRegistry(
     core,
     options.heartbeatTimeoutMs ?? 15_000,
