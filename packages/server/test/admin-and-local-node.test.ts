@@ -120,6 +120,13 @@ describe.each(dialects)('[%s] admin commands, model downloads and the local node
     })
     await expect(addModel(db, { name: 'tiny-x' })).rejects.toThrow(/exists/)
     await expect(addModel(db, { name: 'bad', sha256: 'xyz' })).rejects.toThrow(/sha256/)
+    // Nodes keep models by file name: a second model may not take the first one's file.
+    await expect(
+      addModel(db, { name: 'tiny-y', source_url: 'https://example.com/other/TINY-X.q4.gguf' }),
+    ).rejects.toThrow(/file name TINY-X.q4.gguf is model tiny-x's already/)
+    const other = await addModel(db, { name: 'tiny-z', file_name: 'tiny-z.gguf' })
+    await expect(editModel(db, other, { file_name: 'tiny-x.Q4.gguf' })).rejects.toThrow(/already/)
+    await editModel(db, 'tiny-x', { file_name: 'tiny-x.Q4.gguf' }) // its own name stays allowed
     await editModel(db, 'tiny-x', { credit_multiplier: 4, is_active: false })
     const row = await db
       .selectFrom('models')

@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { nodeAuthorizationHeader } from '@meshwork/protocol'
 import { addModel, editModel } from '../src/cli/admin-commands.ts'
+import { createAsServer } from './fixtures.ts'
 import { dialects, signUp, startTestServer, type TestServer } from './harness.ts'
 import { startFakeHub, type FakeHub } from './support/fake-hub.ts'
 import { linkNode } from './support/network.ts'
@@ -94,14 +95,17 @@ describe.each(dialects)('[%s] model file sources', (dialect) => {
 
   it('never serves the built-in file for a model with another sha256', async () => {
     const port = await closedPort()
-    const id = await addModel(server.core.database.db, {
+    // The admin CLI refuses a second model of one file name; a row made before that rule, or
+    // through the records API as the server, can still exist.
+    const { id } = await createAsServer(server, 'models', {
       name: `impostor-${dialect}`,
+      display_name: 'Impostor',
       file_name: 'stories260K.gguf',
       source_url: `http://127.0.0.1:${port}/stories260K.gguf`,
       sha256: 'e'.repeat(64),
       file_size_bytes: builtin.length,
     })
-    const res = await download(id)
+    const res = await download(String(id))
     expect(res.status).toBe(502)
     expect(await res.json()).toEqual({
       status: 502,

@@ -4,6 +4,7 @@
  * There is no admin UI (spec section 6); this is the operator's tool.
  */
 import type { Db } from '../db/database.ts'
+import { sql } from 'kysely'
 import { nowDate } from '../tools/dates.ts'
 import { newRecordId } from '../tools/ids.ts'
 import { fromUnits, toUnits } from '../core/ledger/credits.ts'
@@ -140,6 +141,7 @@ export async function addModel(db: Db, model: ModelInput): Promise<string> {
     (model.source_url
       ? decodeURIComponent(new URL(model.source_url).pathname.split('/').pop() ?? '')
       : '')
+  await refuseTakenFileName(db, fileName)
   const id = newRecordId()
   const now = nowDate()
   await db
@@ -217,12 +219,32 @@ export async function editModel(db: Db, idOrName: string, changes: ModelInput): 
   if (!row) throw new AdminInputError(`No model ${idOrName}`)
   const values = columns(changes)
   if (!Object.keys(values).length) throw new AdminInputError('Nothing to change')
+  if (changes.file_name !== undefined) await refuseTakenFileName(db, changes.file_name, row.id)
   await db
     .updateTable('models')
     .set({ ...values, updated: nowDate() })
     .where('id', '=', row.id)
     .execute()
   return String(row.id)
+}
+
+/**
+ * Nodes keep each model in a file of its catalogue file name and take a file of the right size as
+ * already downloaded: two models of one file name would overwrite each other's file on a node, and
+ * one could then load the other's weights. Compared ignoring case, as on macOS and Windows disks.
+ */
+async function refuseTakenFileName(db: Db, fileName: string, exceptId?: unknown) {
+  if (!fileName) return
+  let query = db
+    .selectFrom('models')
+    .select('name')
+    .where(sql<boolean>`lower(file_name) = ${fileName.toLowerCase()}`)
+  if (exceptId !== undefined) query = query.where('id', '!=', String(exceptId))
+  const taken = await query.executeTakeFirst()
+  if (taken)
+    throw new AdminInputError(
+      `The file name ${fileName} is model ${taken.name}'s already: nodes keep models by file name (pass --file-name)`,
+    )
 }
 
 /** The catalogue, with multipliers as the API shows them (1.5, not 1500 units). */
