@@ -45,6 +45,8 @@ describe('simpleMarkdown', () => {
       'an_underscore',
       '~~struck~~',
       'a | table',
+      'a\n:-',
+      'a\n  :--:',
       'hard  \nbreak',
       'escaped \\*star\\*',
       '<b>html</b>',

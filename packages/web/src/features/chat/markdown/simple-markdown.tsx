@@ -13,8 +13,11 @@ import { createElement, Fragment, type ReactNode } from 'react'
 const UNSUPPORTED_CHAR = /[\\`<&[\]_~|\t\r\f\v\u0000]/
 /** GFM autolinks (URLs, www., e-mail addresses). */
 const AUTOLINK = /:\/\/|www\.|@|mailto:|xmpp:/i
-/** Line starts that make a block other than a paragraph (or might: all refused). */
-const BLOCK_START = /^(?: {4}| {0,3}(?:[#>+=-]|\*(?: |$)|\d{1,9}[.)]))/
+/**
+ * Line starts that make a block other than a paragraph (or might: all refused). A colon may open
+ * a table's delimiter row: GFM takes `a` then `:-` as a one-column table, with no pipe anywhere.
+ */
+const BLOCK_START = /^(?: {4}| {0,3}(?:[#>+=:-]|\*(?: |$)|\d{1,9}[.)]))/
 /** A thematic break made of asterisks. */
 const THEMATIC_BREAK = /^ {0,3}(?:\* *){3,}$/
 /** Emphasis this subset renders: delimiters opening after a space and closing before one. */
