@@ -9,7 +9,8 @@
  * - an answer with nothing in it, paid the whole prompt;
  * - a connection reset during the WebSocket upgrade, an uncaught exception;
  * - a flood of reports, a database write per frame;
- * - "No free job slot" for ever, failing requests that wait for a busy honest node.
+ * - "No free job slot" for ever, failing requests that wait for a busy honest node, or, alone
+ *   with a model, keeping its requests (and their holds) waiting until their users give up.
  * SQLite and PostgreSQL.
  */
 import { connect } from 'node:net'
@@ -17,11 +18,11 @@ import type PocketBase from 'pocketbase'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { modelMirror as mirror } from '@meshwork/test-kit'
 import type { JobOfferFrame } from '@meshwork/protocol'
-import { MAX_OFFERS } from '../../src/core/scheduler/work.ts'
+import { ATTEMPT_ENDED, MAX_OFFERS, NO_NODE_MESSAGE } from '../../src/core/scheduler/work.ts'
 import { modelId } from '../fixtures.ts'
 import { dialects, signUp, startTestServer, type TestServer } from '../harness.ts'
 import { hostileNode, type Behaviour, type HostileNode } from '../support/hostile-node.ts'
-import { expectAuditPasses, txsOf } from '../support/ledger.ts'
+import { balanceOf, expectAuditPasses, txsOf } from '../support/ledger.ts'
 import { linkNode, postJson, servingNode, waitUntil } from '../support/network.ts'
 
 const SLOW_MS = 1500
@@ -311,6 +312,121 @@ describe.each(dialects)('[%s] hostile nodes: job frames out of order', (dialect)
       await expectAuditPasses(server)
     } finally {
       liar.node.kill()
+      honest.kill()
+    }
+  })
+})
+
+describe.each(dialects)('[%s] hostile nodes: "full" for ever, alone with a model', (dialect) => {
+  const STALL_MS = 2000
+  let server: TestServer
+  let stories: string
+  beforeAll(async () => {
+    server = await startTestServer(
+      dialect,
+      { modelMirror: mirror },
+      { network: { scheduler: { stallMs: STALL_MS, offerTimeoutMs: STALL_MS } } },
+    )
+    stories = await modelId(server)
+  })
+  afterAll(async () => {
+    await server?.stop()
+  })
+
+  const requestRow = (id: string) =>
+    server.core.database.db
+      .selectFrom('requests')
+      .selectAll()
+      .where('id', '=', id)
+      .executeTakeFirstOrThrow()
+
+  async function ask(pb: PocketBase) {
+    const conversation = await pb
+      .collection('conversations')
+      .create({ title: 'New Chat', user: pb.authStore.record!.id })
+    const sent = await postJson(
+      server,
+      '/api/chat/send',
+      { conversation_id: conversation.id, model_id: stories, prompt: 'Tell me a story' },
+      pb.authStore.token,
+    )
+    expect(sent.status).toBe(200)
+    return sent.body.request_id as string
+  }
+
+  it('its request fails retryable once "full" has come without a break for the stall time', async () => {
+    const liar = await servingNode(server, stories)
+    liar.node.script = 'reject'
+    try {
+      const pb = await signUp(server, 'payer')
+      const user = pb.authStore.record!.id
+      const before = await balanceOf(server, user)
+      const sentAt = Date.now()
+      const id = await ask(pb)
+      await waitUntil(
+        async () => (await balanceOf(server, user)).held > 0 || (await requestRow(id)).status,
+        5_000,
+        'the send held credits',
+      )
+      const failed = await waitUntil(
+        async () => {
+          const r = await requestRow(id)
+          return r.status === 'failed' && r
+        },
+        STALL_MS * 5,
+        'the request failed',
+      )
+      const waited = Date.now() - sentAt
+      // Offered over and over (a pause of 250 ms after each "full"), never counted as offers...
+      expect(liar.node.jobs.filter((j) => j.request_id === id).length).toBeGreaterThan(3)
+      // ...until the run of "full" answers lasted the stall time.
+      expect(waited).toBeGreaterThanOrEqual(STALL_MS)
+      expect(failed.error_message).toBe(`${NO_NODE_MESSAGE} (${ATTEMPT_ENDED.full})`)
+      expect(failed.can_retry).toBeTruthy()
+      // Nothing charged, the hold released.
+      const after = await balanceOf(server, user)
+      expect(after.balance).toBe(before.balance)
+      expect(after.held).toBe(0)
+      await expectAuditPasses(server)
+    } finally {
+      liar.node.kill()
+    }
+  })
+
+  it('a request waiting longer than the stall time for a busy honest node is not failed', async () => {
+    const { node: honest } = await hostileNode(server, stories)
+    let released = false
+    honest.behaviour = async (job, n) => {
+      n.accept(job)
+      // The first job streams a word every 300 ms until released: busy, alive, not lying.
+      if (n.jobs.length === 1)
+        while (!released) {
+          n.chunk(job, 'word ')
+          await sleep(300)
+        }
+      n.chunk(job, 'Once upon a time')
+      n.done(job, 4)
+    }
+    try {
+      const pb = await signUp(server, 'payer')
+      const first = await ask(pb)
+      await waitUntil(() => honest.jobs.length === 1, 10_000, 'the first request on the node')
+      const second = await ask(pb)
+      await sleep(STALL_MS * 1.5)
+      expect((await requestRow(second)).status).toBe('pending')
+      released = true
+      for (const id of [first, second]) {
+        const done = await waitUntil(
+          async () => {
+            const r = await requestRow(id)
+            return (r.status === 'completed' || r.status === 'failed') && r
+          },
+          10_000,
+          'request ended',
+        )
+        expect(done.status, String(done.error_message)).toBe('completed')
+      }
+    } finally {
       honest.kill()
     }
   })

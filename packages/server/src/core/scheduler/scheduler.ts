@@ -31,6 +31,7 @@ import {
 import {
   ATTEMPT_ENDED,
   FULL_NODE_PAUSE_MS,
+  FULL_RUN_GAP_MS,
   MAX_OFFERS,
   NO_NODE_MESSAGE,
   NO_SLOT_REASON,
@@ -95,6 +96,7 @@ export class Scheduler implements RegistryListener {
       chain: Promise.resolve(),
       ending: false,
       awaySince: null,
+      fullRun: null,
     }
     this.byRequest.set(item.requestId, work)
     this.queue.push(work)
@@ -144,6 +146,7 @@ export class Scheduler implements RegistryListener {
       case 'job_accepted':
         job.acked = true
         job.acceptedAt = job.lastActivity = Date.now()
+        work.fullRun = null
         return this.serial(work, () => this.markProcessing(work, job.id, nodeId))
       case 'job_chunk':
         job.meter.push(frame.text, frame.tokens)
@@ -549,6 +552,17 @@ export class Scheduler implements RegistryListener {
     // for a busy honest node through its offers to a failure, and so did honest nodes busy with
     // other processes' jobs when scaled out. The node's pause above bounds how often it is asked.
     work.offers = work.canary ? 0 : Math.max(0, work.offers - 1)
+    // Nor may "full" keep it waiting for ever: a node lying so, alone with the model, held the
+    // request (and its hold) until its user gave up. Answered "full" without a break for as long
+    // as a running job may stay silent, it fails retryable, nothing charged.
+    const now = Date.now()
+    const run = work.fullRun && now - work.fullRun.last <= FULL_RUN_GAP_MS ? work.fullRun : null
+    work.fullRun = { since: run?.since ?? now, last: now }
+    if (!work.canary && now - work.fullRun.since >= this.options.stallMs) {
+      const queued = this.queue.indexOf(work)
+      if (queued >= 0) this.queue.splice(queued, 1)
+      return this.fail(work, `${NO_NODE_MESSAGE} (${ATTEMPT_ENDED.full})`)
+    }
     setTimeout(() => this.onCapacity(), FULL_NODE_PAUSE_MS + 10).unref()
   }
 

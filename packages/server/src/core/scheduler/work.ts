@@ -52,6 +52,12 @@ export const MAX_OFFERS = 10
 /** Why a request was not run by a process that shut down (no other process could take it). */
 export const DRAIN_REASON = 'The coordinator shut down'
 export const FULL_NODE_PAUSE_MS = 250
+/**
+ * "Full" answers closer together than this are one unbroken run (a node is asked again
+ * FULL_NODE_PAUSE_MS after each). An honest node's "full" heard through a stale count ends within
+ * a heartbeat (5 s): after it the request waits without offers until a slot frees.
+ */
+export const FULL_RUN_GAP_MS = 6_000
 
 export const NO_NODE_MESSAGE =
   'No node is available to process this request. Please try again later.'
@@ -127,6 +133,8 @@ export interface Work extends WorkItem {
   ending: boolean
   /** Since when (Date.now) it has waited for nodes that are between connections; null if not. */
   awaySince: number | null
+  /** The unbroken run of "full" answers it has had (retryLater): its first and its last. */
+  fullRun: { since: number; last: number } | null
 }
 
 export type JobFrame = Extract<NodeToServerFrame, { job_id: string }>
