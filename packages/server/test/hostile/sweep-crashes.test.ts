@@ -11,14 +11,14 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { sql } from 'kysely'
 import pg from 'pg'
-import PocketBase from 'pocketbase'
+import type PocketBase from 'pocketbase'
 import { afterEach, describe, expect, it } from 'vitest'
 import { openDatabase } from '../../src/db/database.ts'
 import { dialects, signUp, startTestServer, type DialectName } from '../harness.ts'
 import { modelId } from '../fixtures.ts'
 import { postJson, servingNode, waitUntil } from '../support/network.ts'
 import { expectAuditPasses } from '../support/ledger.ts'
-import { freePort } from '../support/cluster.ts'
+import { clientAt, freePort, signUpAt } from '../support/cluster.ts'
 
 const src = (file: string) => fileURLToPath(new URL(`../../src/${file}`, import.meta.url))
 
@@ -205,9 +205,7 @@ await import(${JSON.stringify(fileURLToPath(new URL('../support/coordinator-proc
   }
 
   client(): PocketBase {
-    const pb = new PocketBase(this.url)
-    pb.autoCancellation(false)
-    return pb
+    return clientAt(this.url)
   }
 
   async post(path: string, body: unknown, token?: string) {
@@ -219,14 +217,8 @@ await import(${JSON.stringify(fileURLToPath(new URL('../support/coordinator-proc
     return { status: res.status, body: (await res.json()) as Record<string, unknown> }
   }
 
-  async signUp(name: string): Promise<PocketBase> {
-    const pb = this.client()
-    const email = `${name}-${Math.random().toString(36).slice(2, 10)}@example.com`
-    await pb
-      .collection('users')
-      .create({ email, password: 'password123', passwordConfirm: 'password123', name })
-    await pb.collection('users').authWithPassword(email, 'password123')
-    return pb
+  signUp(name: string): Promise<PocketBase> {
+    return signUpAt(this.url, name)
   }
 }
 

@@ -55,6 +55,24 @@ export async function poll<T>(
 }
 
 /** One coordinator process; restartable on the same port (the balancer's upstream list is fixed). */
+/** An SDK client of the coordinator at `url` (requests of a test may overlap: none cancelled). */
+export function clientAt(url: string): PocketBase {
+  const pb = new PocketBase(url)
+  pb.autoCancellation(false)
+  return pb
+}
+
+/** A new user of the coordinator at `url`, signed in. */
+export async function signUpAt(url: string, name: string): Promise<PocketBase> {
+  const pb = clientAt(url)
+  const email = `${name}-${Math.random().toString(36).slice(2, 10)}@example.com`
+  await pb
+    .collection('users')
+    .create({ email, password: 'password123', passwordConfirm: 'password123', name })
+  await pb.collection('users').authWithPassword(email, 'password123')
+  return pb
+}
+
 export class Coordinator {
   child: ChildProcess | null = null
   processId = ''
@@ -319,19 +337,11 @@ ${upstreams}
   }
 
   client(url = this.url): PocketBase {
-    const pb = new PocketBase(url)
-    pb.autoCancellation(false)
-    return pb
+    return clientAt(url)
   }
 
-  async signUp(name: string): Promise<PocketBase> {
-    const pb = this.client()
-    const email = `${name}-${Math.random().toString(36).slice(2, 10)}@example.com`
-    await pb
-      .collection('users')
-      .create({ email, password: 'password123', passwordConfirm: 'password123', name })
-    await pb.collection('users').authWithPassword(email, 'password123')
-    return pb
+  signUp(name: string): Promise<PocketBase> {
+    return signUpAt(this.url, name)
   }
 
   async modelId(): Promise<string> {
