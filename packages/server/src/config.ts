@@ -78,7 +78,8 @@ export interface Config {
   linkFlowLimit?: number
   /** Sign-ups one client address may make per hour; 0 or absent: no limit (env default 10). */
   signupLimit?: number
-  /** Chat sends (and retries) one user may make per minute; 0 or absent: no limit (env default 20). */
+  /** Chat sends (and retries) one user may make per minute, and a tenth of the quote points (see
+   * network-routes.ts); 0 or absent: no limit (env default 20). */
   chatRateLimit?: number
   /** On SIGTERM, how long answers in flight may run before they fail retryable (default 30 s). */
   drainMs?: number

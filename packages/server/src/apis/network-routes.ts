@@ -62,6 +62,14 @@ export function bindNetworkRoutes(app: Hono, core: CoreApp, network: InferenceNe
     points: core.config.chatRateLimit ?? 0,
     windowSeconds: 60,
   })
+  // Quotes per user per minute: QUOTES_PER_SEND for each send the limit allows, a quote weighing
+  // one point per QUOTE_POINT_CHARS of prompt begun. A quote sends nothing but counts the prompt's
+  // tokens on the event loop; the composer asks for one each time typing pauses (350 ms), so honest
+  // use needs several per message sent, while a flood of long prompts runs out after a few dozen.
+  const chatQuotes = core.limits.create('chat-quote', {
+    points: (core.config.chatRateLimit ?? 0) * QUOTES_PER_SEND,
+    windowSeconds: 60,
+  })
   // A guest is answered 401 before its body is looked at.
   const signedIn = async (c: Context): Promise<Caller> => {
     const caller = await callerOf(c, core.auth)
@@ -161,6 +169,8 @@ export function bindNetworkRoutes(app: Hono, core: CoreApp, network: InferenceNe
       `Prompt is too long (at most ${MAX_PROMPT_LENGTH} characters)`,
     )
     const caller = await signedIn(c)
+    const taken = await chatQuotes.take(String(caller.auth!.id), quoteWeight(body.prompt))
+    if (!taken.allowed) throw tooManyRequests(taken.retryAfterMs)
     return c.json(
       await network.chat.quote(caller, parseBody(chatQuoteBodySchema, body, quoteErrors)),
     )
@@ -199,6 +209,15 @@ export function bindNetworkRoutes(app: Hono, core: CoreApp, network: InferenceNe
       ),
     )
   })
+}
+
+/** Quotes a user may ask for per send the chat limit allows (MESHWORK_CHAT_RATE_LIMIT). */
+export const QUOTES_PER_SEND = 10
+/** A quote's prompt weighs one point per this many characters begun (a full prompt: 8). */
+export const QUOTE_POINT_CHARS = 4000
+
+function quoteWeight(prompt: unknown): number {
+  return typeof prompt === 'string' ? Math.max(1, Math.ceil(prompt.length / QUOTE_POINT_CHARS)) : 1
 }
 
 /** The origin the caller used (behind trusted proxies only, from their headers), so the approve

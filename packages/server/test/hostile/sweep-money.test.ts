@@ -144,6 +144,39 @@ describe.each(dialects)('[%s] the chat send limit', (dialect) => {
       node.kill()
     }
   })
+
+  it('limits quotes: a flood is refused with 429, long prompts weigh more, sends are counted apart', async () => {
+    // Unlimited before: each quote counts a prompt's tokens on the event loop. Two sends a minute
+    // allow twenty quote points; a quote of the longest prompt weighs eight.
+    const pb = await signUp(server, 'quoteflood')
+    const quote = (prompt: string) =>
+      postJson(server, '/api/chat/quote', { model_id: stories, prompt }, pb.authStore.token)
+    const flood = await Promise.all(Array.from({ length: 30 }, (_, i) => quote(`Hello ${i}`)))
+    expect(flood.filter((r) => r.status === 200)).toHaveLength(20)
+    const refused = flood.filter((r) => r.status === 429)
+    expect(refused).toHaveLength(10)
+    expect(refused[0].body).toEqual({ status: 429, message: 'Too Many Requests.', data: {} })
+
+    // Another user typing is untouched; two of the longest prompts leave room for four short ones.
+    const honest = await signUp(server, 'quotehonest')
+    const ask = (prompt: string) =>
+      postJson(server, '/api/chat/quote', { model_id: stories, prompt }, honest.authStore.token)
+    const longest = 'x'.repeat(MAX_PROMPT_LENGTH)
+    for (const prompt of [longest, longest, 'a', 'ab', 'abc', 'abcd'])
+      expect((await ask(prompt)).status).toBe(200)
+    expect((await ask('abcde')).status).toBe(429)
+
+    // The flooder's sends are counted by the send limit, not by its quotes.
+    const { node } = await servingNode(server, stories)
+    try {
+      const { id } = await pb.collection('conversations').create({ title: 'New Chat' })
+      const body = { conversation_id: id, model_id: stories, prompt: 'Hello' }
+      const sent = await postJson(server, '/api/chat/send', body, pb.authStore.token)
+      expect(sent.status).toBe(200)
+    } finally {
+      node.kill()
+    }
+  })
 })
 
 /**
