@@ -1,7 +1,8 @@
 /**
  * @module download-model-file
- * Downloads one model file with HTTP Range resume into `<name>.part`, verifies its sha256 and
- * renames it into place. Progress is reported at most every `progressIntervalMs`.
+ * Downloads one model file with HTTP Range resume into `<name>.part`, verifies its sha256,
+ * renames it into place and then records the verified hash in its sidecar (verify-model-file), so
+ * a later start need not hash it again. Progress is reported at most every `progressIntervalMs`.
  */
 import { createHash, type Hash } from 'node:crypto'
 import { createReadStream, createWriteStream } from 'node:fs'
@@ -11,6 +12,7 @@ import { Readable, Transform } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { describeNetworkError, errorCode } from './network-errors.ts'
 import { readBodyStart } from './read-body-start.ts'
+import { recordVerifiedHash, sidecarPath } from './verify-model-file.ts'
 
 export interface DownloadModelFileOptions {
   url: string
@@ -180,7 +182,12 @@ async function verifyAndFinish(o: DownloadModelFileOptions, part: string, hash: 
     )
   }
   const final = join(o.directory, o.fileName)
+  // The order is what makes a kill at any point safe: a sidecar left from an earlier file goes
+  // first, the new one is written only once the file is in place. Killed in between, the file
+  // has no sidecar and is hashed on the next start.
+  await rm(sidecarPath(final), { force: true })
   await rename(part, final)
+  await recordVerifiedHash(final, digest)
   o.onProgress?.(100)
   return final
 }

@@ -10,6 +10,11 @@
  * exponential backoff (5 s, 10 s, 20 s, ... up to 5 minutes, with jitter); the reason and the wait
  * are in `error_message`. Other failures (checksum mismatch, 4xx, disk) wait for the owner: a new
  * `retry` token in the desired state (the Retry button), or a cancel and a new request.
+ *
+ * A file already on disk is used only when it is the catalogue's (verify-model-file): its sidecar
+ * vouches for it, or it is hashed and matches. One that does not is removed and, when the owner
+ * wants it downloaded, downloaded again. This is decided when a node model is first seen (the
+ * start) and again before each load.
  */
 import { rm, stat } from 'node:fs/promises'
 import { basename, join } from 'node:path'
@@ -22,6 +27,7 @@ import {
   partialPath,
 } from './download-model-file.ts'
 import { measureTokensPerSecond } from './measure-tokens-per-second.ts'
+import { removeModelFile, verifyModelFile, type HashFile } from './verify-model-file.ts'
 
 export interface ModelManagerOptions {
   modelsDir: string
@@ -37,6 +43,8 @@ export interface ModelManagerOptions {
   retryInitialMs?: number
   retryMaxMs?: number
   random?: () => number
+  /** Hashes a model file found on disk (default: a streaming sha256); tests count the calls. */
+  hashFile?: HashFile
 }
 
 type Op = 'check' | 'download' | 'delete' | 'load' | 'unload'
@@ -216,10 +224,10 @@ export class ModelManager {
     switch (op) {
       case 'check': {
         if (!path || !this.#o.engine.needsModelFile) return
-        const full = await stat(path).catch(() => null)
-        if (full && (model!.file_size_bytes === 0 || full.size === model!.file_size_bytes)) {
+        if (await this.#fileUsable(e, path, model!)) {
           return this.#set(e, { is_downloaded: true, download_progress: 100 })
         }
+        if (this.#disposed) return
         const part = await stat(partialPath(this.#o.modelsDir, basename(path))).catch(() => null)
         if (part && model!.file_size_bytes > 0) {
           this.#set(e, { download_progress: pct(part.size, model!.file_size_bytes) })
@@ -257,12 +265,17 @@ export class ModelManager {
       }
       case 'delete':
         if (e.file) {
-          await rm(e.file, { force: true })
+          await removeModelFile(e.file)
           await rm(partialPath(this.#o.modelsDir, basename(e.file)), { force: true })
         }
         return this.#set(e, { is_downloaded: false, download_progress: 0, error_message: '' })
       case 'load': {
         this.#set(e, { error_message: '' })
+        // The file may have changed since it was checked; unusable, it is gone and downloaded again.
+        if (this.#o.engine.needsModelFile && !(await this.#fileUsable(e, path!, model!))) {
+          if (this.#disposed) return
+          return this.#set(e, { is_downloaded: false, download_progress: 0 })
+        }
         const loaded = await this.#o.engine.load({
           id: model!.id,
           name: model!.name,
@@ -304,6 +317,33 @@ export class ModelManager {
     // A checksum mismatch removed the partial file: nothing of it is left to resume.
     const progress = err instanceof ChecksumMismatchError ? { download_progress: 0 } : {}
     this.#set(e, { error_message: message, ...progress })
+  }
+
+  /** Whether the file at `path` is `model`'s; one that is not has been removed. */
+  async #fileUsable(e: Entry, path: string, model: DesiredNodeModel['model']): Promise<boolean> {
+    if (!model.sha256) {
+      // Not pinned (only a library caller can pass this: the protocol requires a sha256): the
+      // size decides, as before sidecars.
+      const full = await stat(path).catch(() => null)
+      return !!full && (model.file_size_bytes === 0 || full.size === model.file_size_bytes)
+    }
+    const ac = new AbortController()
+    e.abort = ac
+    try {
+      const verdict = await verifyModelFile({
+        path,
+        sha256: model.sha256,
+        sizeBytes: model.file_size_bytes,
+        hashFile: this.#o.hashFile,
+        signal: ac.signal,
+      })
+      return verdict.state === 'trusted' || verdict.state === 'hashed'
+    } catch (err) {
+      if (this.#disposed) return false // stopped by shutdown mid-hash: decided next start
+      throw err
+    } finally {
+      e.abort = null
+    }
   }
 
   #sameFileBusy(e: Entry): Entry | undefined {
