@@ -32,7 +32,7 @@ import { bindNetworkRoutes } from './apis/network-routes.ts'
 import { attachNodeGateway } from './apis/node-gateway.ts'
 import { createMetrics } from './apis/metrics.ts'
 import { bindApiKeyRoutes } from './apis/api-key-routes.ts'
-import { bindOpenAiRoutes } from './apis/openai-routes.ts'
+import { bindOpenAiRoutes, type OpenAiRouteOptions } from './apis/openai-routes.ts'
 import { OpenAiApi } from './core/openai/completions.ts'
 import {
   createInferenceNetwork,
@@ -69,6 +69,8 @@ export interface ServerExtras {
   routes?: Array<(app: Hono, core: CoreApp) => void>
   /** Timings of the inference network (tests shorten them). */
   network?: NetworkOptions
+  /** The `/v1` API's options (tests shorten its body deadline). */
+  openai?: OpenAiRouteOptions
 }
 
 const defaultWebDist = fileURLToPath(new URL('../../web/dist', import.meta.url))
@@ -132,7 +134,7 @@ export async function startServer(
         }),
       (a: Hono) => bindAgentPackage(a, config.agentPackage),
       (a: Hono) => bindApiKeyRoutes(a, core),
-      (a: Hono) => bindOpenAiRoutes(a, core, openai),
+      (a: Hono) => bindOpenAiRoutes(a, core, openai, extras.openai),
       ...(extras.routes ?? []).map((bind) => (a: Hono) => bind(a, core)),
       (a: Hono) => {
         bindWebApp(a, config.webDist ?? defaultWebDist)

@@ -4,7 +4,6 @@
  * (`chat.completion.chunk` events, then `data: [DONE]`).
  */
 import type { Context, Hono } from 'hono'
-import { bodyLimit } from 'hono/body-limit'
 import { cors } from 'hono/cors'
 import { streamSSE } from 'hono/streaming'
 import type { CoreApp } from '../core/app.ts'
@@ -24,8 +23,20 @@ import { log } from '../tools/log.ts'
 
 /** Bodies past this are refused: the context window holds about 32,000 characters. */
 const MAX_BODY_BYTES = 1024 * 1024
+/** A body must arrive within this (1 MiB at 35 kB/s): Node's own limit is 5 minutes. */
+export const BODY_DEADLINE_MS = 30_000
 
-export function bindOpenAiRoutes(app: Hono, core: CoreApp, api: OpenAiApi) {
+export interface OpenAiRouteOptions {
+  /** How long a request body may take to arrive (tests shorten it). */
+  bodyDeadlineMs?: number
+}
+
+export function bindOpenAiRoutes(
+  app: Hono,
+  core: CoreApp,
+  api: OpenAiApi,
+  { bodyDeadlineMs = BODY_DEADLINE_MS }: OpenAiRouteOptions = {},
+) {
   // Shared by every process through Redis when configured (tools/rate-limiter.ts).
   const perKey = core.limits.create('api-key', {
     points: core.config.apiKeyRateLimit ?? 0,
@@ -41,21 +52,7 @@ export function bindOpenAiRoutes(app: Hono, core: CoreApp, api: OpenAiApi) {
     allowMethods: ['GET', 'POST'],
     allowHeaders: ['authorization', 'content-type'],
   })
-  // Answered here, not thrown: this runs outside `answer`, and the app's error handler knows
-  // only PocketBase's errors (a 500 in the wrong shape). The unread rest of the body is not read:
-  // the connection closes after the answer, and says so (as the API's own 413 does).
-  const limit = bodyLimit({
-    maxSize: MAX_BODY_BYTES,
-    onError: (c) => {
-      c.header('Connection', 'close')
-      return errorResponse(c, invalidBody('The request body is too large.'))
-    },
-  })
-  app.use('/v1/*', (c, next) => {
-    if (c.req.method === 'OPTIONS') return preflight(c, next)
-    if (c.req.method === 'POST') return limit(c, next)
-    return next()
-  })
+  app.use('/v1/*', (c, next) => (c.req.method === 'OPTIONS' ? preflight(c, next) : next()))
 
   /** The caller's key, counted against its own and its user's per-minute limits. */
   const authorize = async (c: Context): Promise<ApiKeyIdentity> => {
@@ -78,8 +75,14 @@ export function bindOpenAiRoutes(app: Hono, core: CoreApp, api: OpenAiApi) {
 
   app.post('/v1/chat/completions', (c) =>
     answer(c, async () => {
-      const key = await authorize(c)
-      const request = parseCompletionRequest(await jsonBody(c))
+      // The key is checked before the body is read, and a refusal closes the connection: a body
+      // that never ends (or a slow one) held the connection of a caller with no key for Node's
+      // five minutes, read in full before it was told 401.
+      const key = await authorize(c).catch((err: unknown) => {
+        c.header('Connection', 'close')
+        throw err
+      })
+      const request = parseCompletionRequest(await jsonBody(c, bodyDeadlineMs))
       const completion = await api.start(key, request)
       stopWhenGone(c, api, completion.requestId)
       return request.stream ? stream(c, completion, request.includeUsage) : whole(c, completion)
@@ -131,8 +134,65 @@ function errorResponse(c: Context, err: OpenAiError) {
   return c.json(err.toJSON(), err.status as 400)
 }
 
-async function jsonBody(c: Context): Promise<unknown> {
-  const text = await c.req.text()
+/**
+ * The body as text, at most MAX_BODY_BYTES (declared or counted as it arrives) and within
+ * `deadlineMs`. The unread rest of a body refused is not read: the connection closes after the
+ * answer, and says so.
+ */
+async function readBody(c: Context, deadlineMs: number): Promise<string> {
+  const refuse = (err: OpenAiError) => {
+    c.header('Connection', 'close')
+    return err
+  }
+  const tooLarge = () => refuse(invalidBody('The request body is too large.'))
+  const declared = c.req.header('content-length')
+  if (declared && !c.req.header('transfer-encoding') && Number(declared) > MAX_BODY_BYTES)
+    throw tooLarge()
+  const body = c.req.raw.body
+  if (!body) return ''
+  const reader = body.getReader()
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () =>
+        reject(
+          refuse(
+            new OpenAiError(
+              408,
+              `The request body did not arrive within ${Math.round(deadlineMs / 1000)} s.`,
+              'invalid_request_error',
+              'request_timeout',
+            ),
+          ),
+        ),
+      deadlineMs,
+    )
+  })
+  const chunks: Uint8Array[] = []
+  let size = 0
+  try {
+    for (;;) {
+      const { done, value } = await Promise.race([reader.read(), late]).catch((err: unknown) => {
+        if (err instanceof OpenAiError) throw err
+        // The client went away mid-body: nobody hears the answer, and it is no server error.
+        throw refuse(invalidBody('The request body could not be read.'))
+      })
+      if (done) break
+      size += value.byteLength
+      if (size > MAX_BODY_BYTES) throw tooLarge()
+      chunks.push(value)
+    }
+  } catch (err) {
+    reader.cancel().catch(() => {})
+    throw err
+  } finally {
+    clearTimeout(timer)
+  }
+  return new TextDecoder().decode(Buffer.concat(chunks))
+}
+
+async function jsonBody(c: Context, deadlineMs: number): Promise<unknown> {
+  const text = await readBody(c, deadlineMs)
   // The shape is checked before parsing, as for the records API (docs/records-engine.md, Limits).
   const shapeError = jsonShapeError(text)
   if (shapeError) throw invalidBody(shapeError)
