@@ -18,7 +18,12 @@ import type PocketBase from 'pocketbase'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { modelMirror as mirror } from '@meshwork/test-kit'
 import type { JobOfferFrame } from '@meshwork/protocol'
-import { ATTEMPT_ENDED, MAX_OFFERS, NO_NODE_MESSAGE } from '../../src/core/scheduler/work.ts'
+import {
+  ATTEMPT_ENDED,
+  FULL_RUN_GAP_MS,
+  MAX_OFFERS,
+  NO_NODE_MESSAGE,
+} from '../../src/core/scheduler/work.ts'
 import { modelId } from '../fixtures.ts'
 import { dialects, signUp, startTestServer, type TestServer } from '../harness.ts'
 import { hostileNode, type Behaviour, type HostileNode } from '../support/hostile-node.ts'
@@ -324,14 +329,16 @@ describe.each(dialects)('[%s] hostile nodes: job frames out of order', (dialect)
 })
 
 describe.each(dialects)('[%s] hostile nodes: "full" for ever, alone with a model', (dialect) => {
-  const STALL_MS = 2000
+  // Longer than the gap between two runs of "full", so that a slow liar's answers fall between.
+  const STALL_MS = FULL_RUN_GAP_MS * 2
   let server: TestServer
   let stories: string
   beforeAll(async () => {
     server = await startTestServer(
       dialect,
       { modelMirror: mirror },
-      { network: { scheduler: { stallMs: STALL_MS, offerTimeoutMs: STALL_MS } } },
+      // Offers wait longer than the stall time for an answer: a liar may take its time.
+      { network: { scheduler: { stallMs: STALL_MS, offerTimeoutMs: STALL_MS * 4 } } },
     )
     stories = await modelId(server)
   })
@@ -375,6 +382,24 @@ describe.each(dialects)('[%s] hostile nodes: "full" for ever, alone with a model
       await expectAuditPasses(server)
     } finally {
       liar.node.kill()
+    }
+  })
+
+  it('answering "full" slowly does not break the run', async () => {
+    // Each answer comes later than the gap that separates two runs; the next offer does not.
+    const { node: liar } = await hostileNode(server, stories)
+    liar.behaviour = async (job, n) => {
+      await sleep(FULL_RUN_GAP_MS + 500)
+      n.send({ type: 'job_rejected', job_id: job.job_id, reason: ATTEMPT_ENDED.full })
+    }
+    try {
+      const id = await ask(await signUp(server, 'payer'))
+      const failed = await endedOf(server, id, STALL_MS * 3)
+      expect(failed.status).toBe('failed')
+      expect(failed.error_message).toBe(`${NO_NODE_MESSAGE} (${ATTEMPT_ENDED.full})`)
+      await expectAuditPasses(server)
+    } finally {
+      liar.kill()
     }
   })
 

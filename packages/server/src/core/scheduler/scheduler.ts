@@ -544,6 +544,8 @@ export class Scheduler implements RegistryListener {
     const session = this.registry.get(nodeId)
     if (session) session.fullUntil = Date.now() + FULL_NODE_PAUSE_MS
     const owner = work.job?.owner ?? ''
+    // An offer not yet accepted keeps the time it went out.
+    const offeredAt = work.job?.acceptedAt ?? Date.now()
     this.reassign(work, ATTEMPT_ENDED.full, null)
     work.tried.delete(nodeId)
     work.triedOwners.delete(owner)
@@ -556,8 +558,9 @@ export class Scheduler implements RegistryListener {
     // request (and its hold) until its user gave up. Answered "full" without a break for as long
     // as a running job may stay silent, it fails retryable, nothing charged.
     const now = Date.now()
-    const run = work.fullRun && now - work.fullRun.last <= FULL_RUN_GAP_MS ? work.fullRun : null
-    work.fullRun = { since: run?.since ?? now, last: now }
+    const run =
+      work.fullRun && offeredAt - work.fullRun.last <= FULL_RUN_GAP_MS ? work.fullRun : null
+    work.fullRun = { since: run?.since ?? offeredAt, last: now }
     if (!work.canary && now - work.fullRun.since >= this.options.stallMs) {
       const queued = this.queue.indexOf(work)
       if (queued >= 0) this.queue.splice(queued, 1)

@@ -53,11 +53,13 @@ export const MAX_OFFERS = 10
 export const DRAIN_REASON = 'The coordinator shut down'
 export const FULL_NODE_PAUSE_MS = 250
 /**
- * "Full" answers closer together than this are one unbroken run (a node is asked again
- * FULL_NODE_PAUSE_MS after each). An honest node's "full" heard through a stale count ends within
- * a heartbeat (5 s): after it the request waits without offers until a slot frees.
+ * An offer made within this long of the last "full" answer continues an unbroken run of them (a
+ * node is asked again FULL_NODE_PAUSE_MS after each). Measured from answer to next offer, so a
+ * node cannot break the run by taking its time to answer. An honest node's "full" heard through a
+ * stale count (scaled out) lasts until the next heartbeat: after it the request waits without
+ * offers, for 5 s at least, until a slot is announced free.
  */
-export const FULL_RUN_GAP_MS = 6_000
+export const FULL_RUN_GAP_MS = 2_000
 
 export const NO_NODE_MESSAGE =
   'No node is available to process this request. Please try again later.'
@@ -133,7 +135,7 @@ export interface Work extends WorkItem {
   ending: boolean
   /** Since when (Date.now) it has waited for nodes that are between connections; null if not. */
   awaySince: number | null
-  /** The unbroken run of "full" answers it has had (retryLater): its first and its last. */
+  /** Its unbroken run of "full" answers (retryLater): the first such offer, the last answer. */
   fullRun: { since: number; last: number } | null
 }
 
