@@ -71,7 +71,17 @@ export interface ServerExtras {
   network?: NetworkOptions
   /** The `/v1` API's options (tests shorten its body deadline). */
   openai?: OpenAiRouteOptions
+  /** How long a request may take to arrive whole, headers and body (tests shorten it). */
+  requestTimeoutMs?: number
 }
+
+/**
+ * Every body the API takes is at most 1 MiB: 30 s to send one is 35 KB/s. A request still
+ * arriving after that is answered 408 by Node and its connection closed, where Node's default
+ * held it five minutes (a few thousand such trickles hold as many sockets). A stream the server
+ * sends (realtime, an answer) is not concerned: its request arrived whole at once.
+ */
+const REQUEST_TIMEOUT_MS = 30_000
 
 const defaultWebDist = fileURLToPath(new URL('../../web/dist', import.meta.url))
 
@@ -148,7 +158,14 @@ export async function startServer(
   }
   const recordReads = createRecordReadShortcut(core, throughHono, metrics)
   let draining = false
-  const http = createHttpServer((req, res) => {
+  const requestTimeout = extras.requestTimeoutMs ?? REQUEST_TIMEOUT_MS
+  const httpLimits = {
+    requestTimeout,
+    headersTimeout: Math.min(requestTimeout, 20_000),
+    // How often Node looks for requests past their deadline (its default is 30 s).
+    connectionsCheckingInterval: Math.min(2_000, Math.max(100, requestTimeout / 4)),
+  }
+  const http = createHttpServer(httpLimits, (req, res) => {
     // Draining: clients (and balancers) reconnect elsewhere for their next request.
     if (draining) res.setHeader('Connection', 'close')
     // It sends the common headers itself, or gives the request to Hono (throughHono sets them).

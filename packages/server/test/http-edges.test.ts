@@ -2,6 +2,7 @@
  * The HTTP edges every route shares: browsers on other origins may call the API (CORS), oversized
  * bodies are refused before anything reads them, and U+0000 never reaches the database.
  */
+import { connect } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { dialects, startTestServer, signUp, type TestServer } from './harness.ts'
 import { modelId } from './fixtures.ts'
@@ -89,6 +90,69 @@ describe('HTTP edges', () => {
     expect(fits.status).toBe(200)
     const list = await pb.collection('conversations').getList(1, 5)
     expect(list.items.map((c) => c.title)).toEqual(['sent in chunks'])
+  })
+})
+
+/**
+ * A request trickling in (slowloris): headers or a body that never end. Node's own default held
+ * such a connection five minutes with no answer.
+ */
+describe('requests that never finish arriving', () => {
+  const DEADLINE_MS = 1000
+  let server: TestServer
+  beforeAll(async () => {
+    server = await startTestServer('sqlite', {}, { requestTimeoutMs: DEADLINE_MS })
+  })
+  afterAll(() => server.stop())
+
+  /** Writes `head` (and `body`) on a raw socket, then nothing; answers what came back and when. */
+  function trickle(head: string, body = ''): Promise<{ reply: string; ms: number }> {
+    const { port } = new URL(server.url)
+    const started = Date.now()
+    return new Promise((resolve, reject) => {
+      const socket = connect(Number(port), '127.0.0.1', () => socket.write(head + body))
+      let reply = ''
+      socket.setEncoding('utf8')
+      socket.on('data', (d) => (reply += d))
+      socket.on('close', () => resolve({ reply, ms: Date.now() - started }))
+      socket.on('error', reject)
+      setTimeout(() => {
+        socket.destroy()
+        reject(new Error(`still open after 10 s; got: ${reply}`))
+      }, 10_000)
+    })
+  }
+
+  it('a body that never ends is answered 408 and its connection closed; nothing is written', async () => {
+    const pb = await signUp(server)
+    const json = JSON.stringify({ title: 'never', user: pb.authStore.record!.id })
+    const { reply, ms } = await trickle(
+      'POST /api/collections/conversations/records HTTP/1.1\r\nHost: x\r\n' +
+        `Authorization: ${pb.authStore.token}\r\nContent-Type: application/json\r\n` +
+        'Transfer-Encoding: chunked\r\n\r\n',
+      `${json.length.toString(16)}\r\n${json}\r\n`,
+    )
+    expect(reply).toMatch(/^HTTP\/1\.1 408/)
+    expect(ms).toBeGreaterThanOrEqual(DEADLINE_MS)
+    expect(ms).toBeLessThan(DEADLINE_MS * 5)
+    expect((await pb.collection('conversations').getList(1, 1)).totalItems).toBe(0)
+  })
+
+  it('headers that never end are dropped at the deadline too', async () => {
+    const { ms } = await trickle('GET /api/health HTTP/1.1\r\nHost: x\r\nX-Slow: 1')
+    expect(ms).toBeLessThan(DEADLINE_MS * 5)
+  })
+
+  it('a realtime stream the server sends outlives the deadline and still delivers', async () => {
+    const pb = await signUp(server)
+    const events: string[] = []
+    await pb
+      .collection('conversations')
+      .subscribe('*', (e) => events.push(e.record.title as string))
+    await new Promise((r) => setTimeout(r, DEADLINE_MS * 3))
+    await pb.collection('conversations').create({ title: 'later', user: pb.authStore.record!.id })
+    await waitUntil(() => events.includes('later'), 5_000, 'the event after the deadline')
+    await pb.realtime.unsubscribe()
   })
 })
 
