@@ -20,6 +20,7 @@ import { NodeRelay } from './node-relay.ts'
 import { ModelPins } from '../models/model-pins.ts'
 import { guarded } from '../../tools/background.ts'
 import {
+  closeReplaced,
   NodeSession,
   type NodeHandle,
   type RegistryListener,
@@ -41,6 +42,8 @@ const nodesCollection = () => requireCollection('nodes')
 /** Heartbeats come every 5 s: one in twelve writes the row when nothing else changed. */
 export const LAST_SEEN_REFRESH_MS = 60_000
 const nodeModelsCollection = () => requireCollection('node_models')
+/** How long a node whose socket closed stays stored online, waiting for it to reconnect. */
+export const OFFLINE_GRACE_MS = 1000
 
 export class NodeRegistry {
   private sessions = new Map<string, NodeSession>()
@@ -60,6 +63,7 @@ export class NodeRegistry {
     /** How stale a connected node's stored `last_seen` may grow while its status stays the same.
      * Liveness never reads it (the sweep below goes by the socket's last frame). */
     private lastSeenRefreshMs = LAST_SEEN_REFRESH_MS,
+    private offlineGraceMs = OFFLINE_GRACE_MS,
   ) {
     this.pins = new ModelPins(core, (nodeId) => {
       this.refreshDesiredState(nodeId, true)
@@ -98,6 +102,7 @@ export class NodeRegistry {
           onRemoteJobFrame: (nodeId, frame) => this.listener?.onJobFrame(nodeId, frame),
           onRemoteNodeGone: (nodeId) => this.listener?.onNodeGone(nodeId),
           onRemoteCapacity: () => this.listener?.onCapacity(),
+          replaced: (session) => this.replace(session),
         },
         heartbeatTimeoutMs,
         core.processId,
@@ -155,19 +160,27 @@ export class NodeRegistry {
   }
 
   attach(nodeId: string, ws: WebSocket): NodeSession {
-    // A node that reconnects replaces its old socket: its jobs there are lost (the agent aborts
-    // them when a socket drops), so they go to other nodes now rather than after a stall.
+    // A node that reconnects replaces its old socket (the newest wins: a half-open old socket, or
+    // a clone of the machine, is closed with NODE_REPLACED_CLOSE_CODE): its jobs there are lost
+    // (the agent aborts them when a socket drops), so they go to other nodes now rather than
+    // after a stall.
     const previous = this.sessions.get(nodeId)
-    if (previous) {
-      this.sessions.delete(nodeId)
-      this.listener?.onNodeGone(nodeId)
-      this.relay?.gone(nodeId)
-      previous.ws.terminate()
-    }
-    // Likewise when it was connected to another process until now.
-    this.relay?.forget(nodeId)
+    if (previous) this.replace(previous)
     const session = new NodeSession(nodeId, ws)
+    // What the node's row says now: a node back within OFFLINE_GRACE_MS (or replacing its socket)
+    // was never written offline, and a reconnect loop writes nothing per connection. Its writes
+    // follow the earlier socket's, in order.
+    const before = previous ?? this.leaving.get(nodeId)
+    this.leaving.delete(nodeId)
+    if (before) {
+      session.chain = before.chain
+      session.written = before.written
+      session.helloWritten = before.helloWritten
+    }
     this.sessions.set(nodeId, session)
+    // Likewise when it was connected to another process until now; scaled out, the newest
+    // socket wins over one on another process too.
+    this.relay?.claim(session)
     ws.on('message', (data, isBinary) => {
       if (isBinary) return
       let parsed: unknown
@@ -185,7 +198,9 @@ export class NodeRegistry {
     ws.on('close', () => guarded('node disconnect', () => this.detach(session)))
     ws.on('error', () => ws.terminate())
     this.enqueue(session, async () => {
-      await this.writeStatus(session, 'online')
+      const written = session.written
+      if (written?.status !== 'online' || Date.now() - written.at >= this.lastSeenRefreshMs)
+        await this.writeStatus(session, 'online')
       await this.pushDesiredState(nodeId, true)
       this.pinFor(nodeId)
     })
@@ -217,6 +232,15 @@ export class NodeRegistry {
     })
   }
 
+  /** Takes a node's socket out for a newer one (here or on another process): its jobs here go
+   * elsewhere, and its row stays as the newer socket's writes make it. */
+  private replace(previous: NodeSession): void {
+    this.sessions.delete(previous.nodeId)
+    this.listener?.onNodeGone(previous.nodeId)
+    this.relay?.gone(previous.nodeId)
+    closeReplaced(previous.ws)
+  }
+
   close(): void {
     // Sockets closing during shutdown must not reach the scheduler or the (closing) database.
     this.closed = true
@@ -244,13 +268,19 @@ export class NodeRegistry {
         // What the node says of itself. Its status and last_seen were written when it attached
         // (in order before this): writing them again would only move last_seen by milliseconds.
         this.enqueueReport(session, 'hello', async () => {
-          await this.updateNode(session.nodeId, {
+          const values = {
             hardware: frame.hardware,
             agent_version: frame.agent_version,
             max_jobs: frame.max_jobs,
             backend: session.backend,
             engine_version: engine ? `${engine.kind} ${engine.version ?? ''}`.trim() : '',
-          })
+          }
+          // The same hello again (every reconnect) has nothing to write.
+          const json = JSON.stringify(values)
+          if (json !== session.helloWritten) {
+            await this.updateNode(session.nodeId, values)
+            session.helloWritten = json
+          }
           this.listener?.onCapacity()
           this.relay?.announce(session)
         })
@@ -330,14 +360,27 @@ export class NodeRegistry {
     this.sessions.delete(session.nodeId)
     this.listener?.onNodeGone(session.nodeId)
     this.relay?.gone(session.nodeId)
-    session.chain = session.chain.then(async () => {
-      // A node may be back already on a new socket; then it stays online.
-      if (this.sessions.has(session.nodeId)) return
-      await this.updateNode(session.nodeId, { status: 'offline', last_seen: nowDate() }).catch(
-        () => {},
-      )
-    })
+    // Written offline unless it is back within the grace (an agent's first reconnect comes
+    // within a second): a node reconnecting in a loop costs no write per connection.
+    this.leaving.set(session.nodeId, session)
+    const timer = setTimeout(() => {
+      if (this.closed || this.leaving.get(session.nodeId) !== session) return
+      session.written = { status: 'offline', at: Date.now() }
+      session.chain = session.chain.then(async () => {
+        // A node may be back already on a new socket (its writes follow this one); then it stays
+        // online.
+        if (!this.sessions.has(session.nodeId))
+          await this.updateNode(session.nodeId, { status: 'offline', last_seen: nowDate() }).catch(
+            () => {},
+          )
+        if (this.leaving.get(session.nodeId) === session) this.leaving.delete(session.nodeId)
+      })
+    }, this.offlineGraceMs)
+    timer.unref()
   }
+
+  /** Nodes whose socket closed and whose offline write waits for the grace, by node id. */
+  private leaving = new Map<string, NodeSession>()
 
   private sweep() {
     const cutoff = Date.now() - this.heartbeatTimeoutMs

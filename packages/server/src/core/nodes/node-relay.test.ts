@@ -25,6 +25,7 @@ function process(bus: MemoryBus, timeoutMs = 60_000) {
     onRemoteJobFrame: (id, frame) => heard.frames.push([id, frame]),
     onRemoteNodeGone: (id) => heard.gone.push(id),
     onRemoteCapacity: () => heard.capacity++,
+    replaced: (session) => sessions.delete(session.nodeId),
   }
   const relay = new NodeRelay(bus, nodes, timeoutMs)
   const connect = (nodeId: string, maxJobs = 2) => {

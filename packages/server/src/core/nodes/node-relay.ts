@@ -21,6 +21,8 @@ export interface LocalNodes {
   onRemoteJobFrame(nodeId: string, frame: JobFrame): void
   onRemoteNodeGone(nodeId: string): void
   onRemoteCapacity(): void
+  /** A newer socket of this node on another process took its place: the local one goes. */
+  replaced(session: NodeSession): void
 }
 
 type Broadcast =
@@ -28,6 +30,7 @@ type Broadcast =
   | { kind: 'gone'; from: string; nodeId: string }
   | { kind: 'capacity'; from: string }
   | { kind: 'sync'; from: string }
+  | { kind: 'claim'; from: string; nodeId: string; claim: string }
 
 type Direct =
   | { kind: 'to_node'; from: string; nodeId: string; frame: ServerToNodeFrame }
@@ -102,6 +105,23 @@ export class NodeRelay {
     return this.remotes.get(nodeId)
   }
 
+  /**
+   * A node's socket opened here. One credential may be used by two machines at once (a cloned
+   * node), or an agent may reconnect through the balancer while its old socket is still open on
+   * another process: the newest socket wins everywhere. Redis delivers the claims on one channel
+   * in one order to every process, so a process whose own claim came back before another's knows
+   * its socket is the older one and closes it; one that hears another's claim first is the newer.
+   */
+  claim(session: NodeSession): void {
+    this.forget(session.nodeId)
+    this.publish({
+      kind: 'claim',
+      from: this.processId,
+      nodeId: session.nodeId,
+      claim: session.claim,
+    })
+  }
+
   /** A local node said hello or sent a heartbeat. */
   announce(session: NodeSession): void {
     this.publish({
@@ -170,6 +190,7 @@ export class NodeRelay {
   }
 
   private onBroadcast(m: Broadcast) {
+    if (m.kind === 'claim') return this.onClaim(m)
     if (m.from === this.processId) return
     if (m.kind === 'capacity') return this.nodes.onRemoteCapacity()
     if (m.kind === 'sync') {
@@ -193,6 +214,17 @@ export class NodeRelay {
     }
     this.remotes.set(m.nodeId, new RemoteNode(m.nodeId, m.from, m.maxJobs, m.busyJobs, this))
     this.nodes.onRemoteCapacity()
+  }
+
+  private onClaim(m: Extract<Broadcast, { kind: 'claim' }>) {
+    const session = this.nodes.local(m.nodeId)
+    if (m.from === this.processId) {
+      if (session?.claim === m.claim) session.claimHeard = true
+      return
+    }
+    // The jobs this process gave the node where it was until now are lost with that socket.
+    if (this.remotes.get(m.nodeId)?.owner !== m.from) this.forget(m.nodeId)
+    if (session?.claimHeard) this.nodes.replaced(session)
   }
 
   private onDirect(m: Direct) {

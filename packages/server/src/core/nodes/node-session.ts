@@ -3,6 +3,7 @@
  * for any node, local or remote. Kept apart from node-registry.ts so that node-relay.ts can use
  * them without importing the registry that imports it.
  */
+import { randomUUID } from 'node:crypto'
 import type { WebSocket } from 'ws'
 import type { NodeToServerFrame, ServerToNodeFrame } from '@meshwork/protocol'
 
@@ -54,6 +55,12 @@ export class NodeSession implements NodeHandle {
   /** The status last written to the node's row, and when (Date.now): heartbeats that change
    * neither the status nor a stale `last_seen` write nothing (node-registry.ts). */
   written: { status: string; at: number } | null = null
+  /** What the node's last hello wrote to its row (JSON): the same hello again writes nothing. */
+  helloWritten = ''
+  /** Scaled out: this socket's claim of the node (node-relay.ts), and whether it came back over
+   * the bus, i.e. whether a claim by another process is newer than this one. */
+  readonly claim = randomUUID()
+  claimHeard = false
 
   constructor(
     readonly nodeId: string,
@@ -76,4 +83,16 @@ export class NodeSession implements NodeHandle {
     this.ws.send(JSON.stringify(frame))
     return true
   }
+}
+
+/** The close code of a node socket that a newer connection of the same node replaced (on this
+ * process or another): two machines are using one credential, or the old socket was half-open. */
+export const NODE_REPLACED_CLOSE_CODE = 4001
+const NODE_REPLACED_REASON = 'Replaced by a newer connection of this node'
+
+/** Closes a replaced socket with its code; one that does not answer the close is cut a second
+ * later (ws would wait 30 s), so a loop of connections leaves no sockets behind. */
+export function closeReplaced(ws: WebSocket): void {
+  ws.close(NODE_REPLACED_CLOSE_CODE, NODE_REPLACED_REASON)
+  setTimeout(() => ws.terminate(), 1000).unref()
 }
