@@ -3,6 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { NODE_REPLACED_CLOSE_CODE } from '@meshwork/protocol'
 import { writeCredentials } from '../src/auth/credentials-store.ts'
 import { startFakeCoordinator, type FakeCoordinator } from '../src/test-support/fake-coordinator.ts'
 import { startPlainServer } from '../src/test-support/plain-server.ts'
@@ -141,6 +142,23 @@ describe('meshwork-node start', () => {
       signal: null,
     })
     expect(res.stdout).toMatch(/stories260K: serving at/)
+  })
+
+  it('stops with a message, not reconnecting, when another connection of this node replaced it', async () => {
+    await writeCredentials(home, { server: coord.url, node_id: 'node9', credential: 'good' })
+    const hello = coord.waitFor((f) => f.type === 'hello', 20_000)
+    const cli = startCli(home)
+    await hello
+    const connections = coord.connections
+    coord.closeWith(NODE_REPLACED_CLOSE_CODE, 'Replaced by a newer connection of this node')
+    const res = await cli.exited
+    expect(res.code).toBe(1)
+    expect(res.stderr).toContain(
+      `Another connection to ${coord.url} with this node's credential took its place`,
+    )
+    expect(res.stderr).toContain(`meshwork-node login --server ${coord.url}`)
+    // Two copies reconnecting would take the node from each other for ever.
+    expect(coord.connections).toBe(connections)
   })
 
   it('exits 1 with a message when the coordinator refuses the credential', async () => {

@@ -47,6 +47,13 @@ export const backendClassSchema = z.string().regex(/^[a-z0-9][a-z0-9._-]{0,31}$/
 /** Path of the node WebSocket on the coordinator. */
 export const NODE_WS_PATH = '/api/nodes/ws'
 
+/**
+ * The close code of a node socket that a newer connection of the same node replaced (on the same
+ * coordinator process or another): another machine, or another copy of the agent, is using this
+ * node's credential. The agent stops instead of reconnecting (two copies would take turns).
+ */
+export const NODE_REPLACED_CLOSE_CODE = 4001
+
 // ---- device-link flow (HTTP) ----
 
 /** POST /api/auth/start-flow body. */

@@ -6,6 +6,7 @@
 import WebSocket from 'ws'
 import { describeNetworkError } from './network-errors.ts'
 import {
+  NODE_REPLACED_CLOSE_CODE,
   NODE_WS_PATH,
   serverToNodeFrameSchema,
   type NodeToServerFrame,
@@ -21,6 +22,12 @@ export interface NodeConnectionOptions {
   onClose: (info: CloseInfo) => void
   /** The coordinator refused the credential (HTTP 401/403 on upgrade); no reconnect follows. */
   onUnauthorized: (status: number) => void
+  /**
+   * A newer connection with this node's credential replaced this one (close code
+   * NODE_REPLACED_CLOSE_CODE): another machine or another copy of the agent. No reconnect follows:
+   * two copies reconnecting would take the node from each other for ever.
+   */
+  onReplaced: () => void
   /** A frame that is not valid JSON or not a known frame; it is dropped. */
   onInvalidFrame: (error: Error) => void
   initialBackoffMs?: number
@@ -138,6 +145,8 @@ export class NodeConnection {
     })
     ws.on('close', (code, reason) => {
       if (this.#ws === ws) this.#ws = null
+      const replaced = code === NODE_REPLACED_CLOSE_CODE && !this.#stopped
+      if (replaced) this.#stopped = true
       const delay = this.#stopped || refused ? null : this.#nextDelay()
       this.#o.onClose({
         code,
@@ -145,6 +154,7 @@ export class NodeConnection {
         reconnectInMs: delay,
         ...(opened || refused ? {} : { cause: cause ?? 'connection closed before it opened' }),
       })
+      if (replaced) this.#o.onReplaced()
       if (delay !== null) this.#timer = setTimeout(() => this.#connect(), delay)
     })
   }

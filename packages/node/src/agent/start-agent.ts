@@ -53,6 +53,8 @@ export interface AgentEventMap {
   disconnected: [info: CloseInfo]
   /** The coordinator refused the credential; the agent stops reconnecting. */
   unauthorized: [info: { status: number }]
+  /** Another connection with this node's credential took its place; the agent stops reconnecting. */
+  replaced: []
   desired_state: [nodeModelIds: string[]]
   model_status: [status: ModelStatusFrame]
   job: [event: JobEvent]
@@ -172,6 +174,7 @@ export async function startAgent(options: StartAgentOptions): Promise<RunningAge
       events.emit('disconnected', info)
     },
     onUnauthorized: (status) => events.emit('unauthorized', { status }),
+    onReplaced: () => events.emit('replaced'),
     onInvalidFrame: (error) => events.emit('invalid_frame', error),
   })
   const timer = setInterval(heartbeat, options.heartbeatIntervalMs ?? 5000)

@@ -22,6 +22,8 @@ export interface FakeCoordinator {
   send(frame: ServerToNodeFrame): void
   /** Drops the current socket without a close handshake. */
   drop(): void
+  /** Closes the current socket with `code` (a close handshake). */
+  closeWith(code: number, reason: string): void
   waitFor<T extends NodeToServerFrame>(
     match: (f: NodeToServerFrame) => f is T,
     timeoutMs?: number,
@@ -89,6 +91,7 @@ export async function startFakeCoordinator(
     },
     send: (frame) => socket?.send(JSON.stringify(frame)),
     drop: () => socket?.terminate(),
+    closeWith: (code, reason) => socket?.close(code, reason),
     waitFor: waitFor as FakeCoordinator['waitFor'],
     close: async () => {
       for (const c of wss.clients) c.terminate()

@@ -11,7 +11,7 @@
  */
 import type PocketBase from 'pocketbase'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { NODE_REPLACED_CLOSE_CODE } from '../../src/core/nodes/node-session.ts'
+import { NODE_REPLACED_CLOSE_CODE } from '@meshwork/protocol'
 import { modelId } from '../fixtures.ts'
 import { dialects, signUp, startTestServer, type TestServer } from '../harness.ts'
 import { HostileNode, hostileNode, streamThenWait } from '../support/hostile-node.ts'

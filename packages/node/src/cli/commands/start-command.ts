@@ -119,6 +119,15 @@ export const startCommand: CommandModule<object, StartArgs> = {
         process.exitCode = 1
         resolve()
       })
+      agent.events.once('replaced', () => {
+        const origin = new URL(server).origin
+        process.stderr.write(
+          `Another connection to ${origin} with this node's credential took its place: another machine, or another copy of meshwork-node on this one, is running as this node. Stopped here. ` +
+            `Each machine needs its own node: run \`meshwork-node login --server ${origin}\` on the other machine (or \`--force\` here to link this one anew).\n`,
+        )
+        process.exitCode = 1
+        resolve()
+      })
     })
     if (drain) {
       const seconds = Number(process.env.MESHWORK_NODE_DRAIN_SECONDS ?? 30)

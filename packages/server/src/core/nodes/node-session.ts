@@ -5,7 +5,11 @@
  */
 import { randomUUID } from 'node:crypto'
 import type { WebSocket } from 'ws'
-import type { NodeToServerFrame, ServerToNodeFrame } from '@meshwork/protocol'
+import {
+  NODE_REPLACED_CLOSE_CODE,
+  type NodeToServerFrame,
+  type ServerToNodeFrame,
+} from '@meshwork/protocol'
 
 export type JobFrame = Extract<NodeToServerFrame, { type: `job_${string}` }>
 export type ScoreFrame = Extract<NodeToServerFrame, { type: `score_${string}` }>
@@ -85,9 +89,6 @@ export class NodeSession implements NodeHandle {
   }
 }
 
-/** The close code of a node socket that a newer connection of the same node replaced (on this
- * process or another): two machines are using one credential, or the old socket was half-open. */
-export const NODE_REPLACED_CLOSE_CODE = 4001
 const NODE_REPLACED_REASON = 'Replaced by a newer connection of this node'
 
 /** Closes a replaced socket with its code; one that does not answer the close is cut a second
