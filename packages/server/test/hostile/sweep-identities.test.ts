@@ -9,46 +9,23 @@
  * - job frames for another node's job.
  * SQLite and PostgreSQL; the scaled-out cases run when TEST_DATABASE_URL and TEST_REDIS_URL are set.
  */
-import type PocketBase from 'pocketbase'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { NODE_REPLACED_CLOSE_CODE } from '@meshwork/protocol'
 import { modelId } from '../fixtures.ts'
 import { dialects, signUp, startTestServer, type TestServer } from '../harness.ts'
 import { HostileNode, hostileNode, streamThenWait } from '../support/hostile-node.ts'
 import { expectAuditPasses } from '../support/ledger.ts'
-import { postJson, servingNode, waitUntil, type FakeNode } from '../support/network.ts'
+import {
+  askStory,
+  requestEnded,
+  servingNode,
+  waitUntil,
+  type FakeNode,
+} from '../support/network.ts'
 
 const redisUrl = process.env.TEST_REDIS_URL
 const databaseUrl = process.env.TEST_DATABASE_URL
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
-
-/** Sends 'Tell me a story' through `server` in a new conversation; answers the request's id. */
-async function askOf(server: TestServer, model: string, pb: PocketBase) {
-  const conversation = await pb.collection('conversations').create({ title: 'New Chat' })
-  const sent = await postJson(
-    server,
-    '/api/chat/send',
-    { conversation_id: conversation.id, model_id: model, prompt: 'Tell me a story' },
-    pb.authStore.token,
-  )
-  expect(sent.status).toBe(200)
-  return sent.body.request_id as string
-}
-
-/** The request's row once it ended. */
-const endedOf = (server: TestServer, id: string, ms = 20_000) =>
-  waitUntil(
-    async () => {
-      const r = await server.core.database.db
-        .selectFrom('requests')
-        .selectAll()
-        .where('id', '=', id)
-        .executeTakeFirstOrThrow()
-      return (r.status === 'completed' || r.status === 'failed') && r
-    },
-    ms,
-    'request ended',
-  )
 
 /** The close code `node`'s socket gets. */
 const closeCodeOf = (node: HostileNode) =>
@@ -79,7 +56,7 @@ describe.each(dialects)('[%s] hostile nodes: one credential, many sockets', (dia
     let twin: HostileNode | null = null
     try {
       const pb = await signUp(server, 'payer')
-      const id = await askOf(server, stories, pb)
+      const id = await askStory(server, stories, pb)
       const job = await first.firstJob()
       // Another owner's node, for the job to go to.
       other = (await servingNode(server, stories)).node
@@ -91,7 +68,7 @@ describe.each(dialects)('[%s] hostile nodes: one credential, many sockets', (dia
       expect(server.network.registry.local(first.nodeId)?.ws).toBeDefined()
       expect(server.network.registry.counts().local).toBe(2)
       // Its job went to another node and was paid once.
-      const done = await endedOf(server, id)
+      const done = await requestEnded(server, id)
       expect(done).toMatchObject({ status: 'completed', response: 'Elsewhere', node: other.nodeId })
       expect(twin.jobs.map((j) => j.request_id)).not.toContain(job.request_id)
       await expectAuditPasses(server)
@@ -121,8 +98,8 @@ describe.each(dialects)('[%s] hostile nodes: one credential, many sockets', (dia
     }
     try {
       const pb = await signUp(server, 'payer')
-      const id = await askOf(server, stories, pb)
-      const done = await endedOf(server, id)
+      const id = await askStory(server, stories, pb)
+      const done = await requestEnded(server, id)
       expect(forged).toBe(true)
       expect(done).toMatchObject({
         status: 'completed',
@@ -151,7 +128,7 @@ describe.each(dialects)('[%s] hostile nodes: one credential, many sockets', (dia
     })
     try {
       const pb = await signUp(server, 'payer')
-      const id = await askOf(server, stories, pb)
+      const id = await askStory(server, stories, pb)
       const LOOPS = 300
       for (let i = 0; i < LOOPS; i++) {
         node.kill()
@@ -174,7 +151,7 @@ describe.each(dialects)('[%s] hostile nodes: one credential, many sockets', (dia
       expect(writes).toBeLessThan(LOOPS / 10)
       // Nothing is kept per connection: one session, the one connected now.
       expect(server.network.registry.counts().local).toBe(2)
-      const done = await endedOf(server, id)
+      const done = await requestEnded(server, id)
       expect(done).toMatchObject({ status: 'completed', node: honest.nodeId })
       await expectAuditPasses(server)
     } finally {
@@ -211,7 +188,7 @@ describe.runIf(redisUrl && databaseUrl)('one credential on two coordinators [pos
     let twin: HostileNode | null = null
     try {
       const pb = await signUp(a, 'payer')
-      const id = await askOf(a, stories, pb)
+      const id = await askStory(a, stories, pb)
       await first.firstJob()
       other = (await servingNode(a, stories)).node
       other.chunks = ['Elsewhere']
@@ -224,11 +201,11 @@ describe.runIf(redisUrl && databaseUrl)('one credential on two coordinators [pos
         3000,
         'A knows the node on B',
       )
-      const done = await endedOf(a, id)
+      const done = await requestEnded(a, id)
       expect(done).toMatchObject({ status: 'completed', response: 'Elsewhere', node: other.nodeId })
       other.kill()
-      const next = await askOf(a, stories, pb)
-      expect(await endedOf(a, next)).toMatchObject({ status: 'completed', node: first.nodeId })
+      const next = await askStory(a, stories, pb)
+      expect(await requestEnded(a, next)).toMatchObject({ status: 'completed', node: first.nodeId })
       expect(twin.jobs.map((j) => j.request_id)).toContain(next)
       await expectAuditPasses(a)
     } finally {

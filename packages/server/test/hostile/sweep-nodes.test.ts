@@ -28,44 +28,18 @@ import { modelId } from '../fixtures.ts'
 import { dialects, signUp, startTestServer, type TestServer } from '../harness.ts'
 import { hostileNode, type Behaviour, type HostileNode } from '../support/hostile-node.ts'
 import { balanceOf, expectAuditPasses, txsOf } from '../support/ledger.ts'
-import { linkNode, postJson, servingNode, waitUntil } from '../support/network.ts'
+import {
+  askStory,
+  linkNode,
+  requestEnded,
+  requestRowOf,
+  servingNode,
+  waitUntil,
+} from '../support/network.ts'
 
 const SLOW_MS = 1500
 const WORDS = Array.from({ length: 12 }, (_, i) => `word${i} `)
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
-
-const requestRowOf = (server: TestServer, id: string) =>
-  server.core.database.db
-    .selectFrom('requests')
-    .selectAll()
-    .where('id', '=', id)
-    .executeTakeFirstOrThrow()
-
-/** Sends 'Tell me a story' in a new conversation of `pb`'s user; answers the request's id. */
-async function askOf(server: TestServer, model: string, pb: PocketBase) {
-  const conversation = await pb
-    .collection('conversations')
-    .create({ title: 'New Chat', user: pb.authStore.record!.id })
-  const sent = await postJson(
-    server,
-    '/api/chat/send',
-    { conversation_id: conversation.id, model_id: model, prompt: 'Tell me a story' },
-    pb.authStore.token,
-  )
-  expect(sent.status).toBe(200)
-  return sent.body.request_id as string
-}
-
-/** The request's row once it completed or failed. */
-const endedOf = (server: TestServer, id: string, ms = 20_000) =>
-  waitUntil(
-    async () => {
-      const r = await requestRowOf(server, id)
-      return (r.status === 'completed' || r.status === 'failed') && r
-    },
-    ms,
-    'request ended',
-  )
 
 describe.each(dialects)('[%s] hostile nodes: job frames out of order', (dialect) => {
   let server: TestServer
@@ -81,8 +55,8 @@ describe.each(dialects)('[%s] hostile nodes: job frames out of order', (dialect)
 
   const db = () => server.core.database.db
   const requestRow = (id: string) => requestRowOf(server, id)
-  const ask = (pb: PocketBase) => askOf(server, stories, pb)
-  const ended = (id: string) => endedOf(server, id)
+  const ask = (pb: PocketBase) => askStory(server, stories, pb)
+  const ended = (id: string) => requestEnded(server, id)
 
   /** Streams WORDS spread over SLOW_MS. */
   async function slowStream(job: JobOfferFrame, node: HostileNode) {
@@ -347,7 +321,7 @@ describe.each(dialects)('[%s] hostile nodes: "full" for ever, alone with a model
   })
 
   const requestRow = (id: string) => requestRowOf(server, id)
-  const ask = (pb: PocketBase) => askOf(server, stories, pb)
+  const ask = (pb: PocketBase) => askStory(server, stories, pb)
 
   it('its request fails retryable once "full" has come without a break for the stall time', async () => {
     const liar = await servingNode(server, stories)
@@ -394,7 +368,7 @@ describe.each(dialects)('[%s] hostile nodes: "full" for ever, alone with a model
     }
     try {
       const id = await ask(await signUp(server, 'payer'))
-      const failed = await endedOf(server, id, STALL_MS * 3)
+      const failed = await requestEnded(server, id, STALL_MS * 3)
       expect(failed.status).toBe('failed')
       expect(failed.error_message).toBe(`${NO_NODE_MESSAGE} (${ATTEMPT_ENDED.full})`)
       await expectAuditPasses(server)
@@ -426,7 +400,7 @@ describe.each(dialects)('[%s] hostile nodes: "full" for ever, alone with a model
       expect((await requestRow(second)).status).toBe('pending')
       released = true
       for (const id of [first, second]) {
-        const done = await endedOf(server, id, 10_000)
+        const done = await requestEnded(server, id, 10_000)
         expect(done.status, String(done.error_message)).toBe('completed')
       }
     } finally {

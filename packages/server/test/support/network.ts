@@ -44,6 +44,33 @@ export async function sendChat(
   return res.body.request_id as string
 }
 
+/** Sends 'Tell me a story' in a new conversation of `pb`'s user; answers the request's id. */
+export async function askStory(server: TestServer, model: string, pb: PocketBase) {
+  const conversation = await pb
+    .collection('conversations')
+    .create({ title: 'New Chat', user: pb.authStore.record!.id })
+  return sendChat(server, pb, { conversation: conversation.id, model, prompt: 'Tell me a story' })
+}
+
+/** The stored row of a request. */
+export const requestRowOf = (server: TestServer, id: string) =>
+  server.core.database.db
+    .selectFrom('requests')
+    .selectAll()
+    .where('id', '=', id)
+    .executeTakeFirstOrThrow()
+
+/** The request's row once it completed or failed. */
+export const requestEnded = (server: TestServer, id: string, ms = 20_000) =>
+  waitUntil(
+    async () => {
+      const r = await requestRowOf(server, id)
+      return (r.status === 'completed' || r.status === 'failed') && r
+    },
+    ms,
+    'request ended',
+  )
+
 /** Runs the device-link flow for the signed-in owner and returns the node's credential. */
 export async function linkNode(server: TestServer, owner: PocketBase, deviceName = 'Test node') {
   const start = await postJson(server, '/api/auth/start-flow', { device_name: deviceName })
