@@ -143,6 +143,11 @@ async function openPostgres(url: string, schema?: string): Promise<Database> {
   // An idle connection that breaks (PostgreSQL restarted, the network cut) is dropped by the pool;
   // without a listener its 'error' event would end the process.
   pool.on('error', (err) => log.error({ err }, 'PostgreSQL connection lost'))
+  // The pool listens only to idle connections: one that breaks while checked out (between a
+  // transaction's statements, or just as its query failed) emitted 'error' with no listener, an
+  // uncaught exception that ended the process. Its query (or the next one) fails and is reported
+  // by its caller; the pool drops the connection when it comes back.
+  pool.on('connect', (client) => client.on('error', () => {}))
   const statements = { count: 0 }
   const db: Db = new Kysely({
     dialect: new PostgresDialect({ pool }),

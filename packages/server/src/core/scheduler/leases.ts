@@ -3,6 +3,11 @@
  * the lease is a Redis key with a time to live that the process renews; a process that dies (kill
  * -9, lost host) stops renewing and its lease lapses within `ttlMs`. Alone (no Redis), this process
  * is the only one that can be alive: any other owner named in the database is a previous run.
+ *
+ * A lease missing from Redis proves its owner dead only while Redis has kept its data and this
+ * process could renew: Redis restarted without persistence (or failed over to a replica that lacked
+ * the keys) has lost every live process's lease until each renews, within a quarter TTL. So when a
+ * renewal fails, or finds this process's own lease gone, no owner is taken for dead for one TTL.
  */
 import type { Redis } from 'ioredis'
 import { log } from '../../tools/log.ts'
@@ -37,6 +42,13 @@ const key = (processId: string) => `lease:${processId}`
 export class RedisLeases implements ProcessLeases {
   private timer: NodeJS.Timeout | null = null
   private released = false
+  private renewed = false
+  /** The renewal in flight: `alive` reads Redis only once its answer was looked at. */
+  private renewing: Promise<unknown> = Promise.resolve()
+  /** Renewals are failing (Redis unreachable): logged once, not four times a lease. */
+  private failing = false
+  /** Before this moment an absent lease proves nothing (see the module comment). */
+  private trustFrom = 0
 
   private constructor(
     private redis: Redis,
@@ -50,7 +62,11 @@ export class RedisLeases implements ProcessLeases {
     await leases.renew()
     leases.timer = setInterval(
       () => {
-        leases.renew().catch((err) => log.error({ err }, 'lease renewal failed'))
+        leases.renew().catch((err) => {
+          if (!leases.failing) log.error({ err }, 'lease renewal failed (retrying)')
+          leases.failing = true
+          leases.distrust()
+        })
       },
       Math.max(50, Math.floor(ttlMs / 4)),
     )
@@ -58,16 +74,44 @@ export class RedisLeases implements ProcessLeases {
     return leases
   }
 
-  private async renew() {
+  private distrust() {
+    this.trustFrom = Math.max(this.trustFrom, Date.now() + this.ttlMs)
+  }
+
+  private renew(): Promise<void> {
+    const renewal = this.renewOnce()
+    this.renewing = renewal.catch(() => {})
+    return renewal
+  }
+
+  private async renewOnce() {
     if (this.released) return
-    await this.redis.set(key(this.processId), String(Date.now()), 'PX', this.ttlMs)
+    const results = await this.redis
+      .multi()
+      .get(key(this.processId))
+      .set(key(this.processId), String(Date.now()), 'PX', this.ttlMs)
+      .exec()
+    const [error, previous] = results?.[0] ?? [new Error('lease renewal was discarded'), null]
+    if (error) throw error
+    // Our own lease was gone: Redis lost its data (or we could not renew for a whole TTL).
+    if (this.failing || (this.renewed && previous === null)) {
+      if (this.failing) log.info('lease renewed again')
+      this.failing = false
+      this.distrust()
+    }
+    this.renewed = true
   }
 
   async alive(owners: string[]): Promise<Set<string>> {
     const unique = [...new Set(owners.filter(Boolean))]
     if (!unique.length) return new Set()
-    const values = await this.redis.mget(...unique.map(key))
-    return new Set(unique.filter((_, i) => values[i] !== null))
+    // A renewal sent before this read may have found our lease gone: its answer comes first.
+    await this.renewing
+    const values = await this.redis.mget(key(this.processId), ...unique.map(key))
+    if (values[0] === null && !this.released) this.distrust()
+    // Redis may not hold every live lease yet: nobody is taken for dead.
+    if (Date.now() < this.trustFrom) return new Set(unique)
+    return new Set(unique.filter((_, i) => values[i + 1] !== null))
   }
 
   async others(): Promise<number> {
