@@ -82,6 +82,16 @@ async function dropSchema(schema: string) {
 let emailCounter = 0
 
 /** Registers and signs in a new user; returns the signed-in client. */
+/** Another coordinator process on `peer`'s PostgreSQL schema and data folder (scaled out). */
+export function startPeerServer(
+  peer: TestServer,
+  overrides: Partial<Config> = {},
+  extras: ServerExtras = {},
+): Promise<TestServer> {
+  const { databaseSchema, dataDir } = peer.core.config
+  return startTestServer('postgres', { databaseSchema, dataDir, ...overrides }, extras)
+}
+
 export async function signUp(server: TestServer, name?: string): Promise<PocketBase> {
   const pb = server.client()
   const email = `${name ?? 'user'}${Date.now().toString(36)}${emailCounter++}@example.com`

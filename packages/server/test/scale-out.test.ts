@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { RedisBus } from '../src/tools/bus/redis-bus.ts'
 import { MemoryBus } from '../src/tools/bus/memory-bus.ts'
 import { modelId } from './fixtures.ts'
-import { signUp, startTestServer, type TestServer } from './harness.ts'
+import { signUp, startPeerServer, startTestServer, type TestServer } from './harness.ts'
 import { HostileNode, trickle } from './support/hostile-node.ts'
 import { linkNode, postJson, serveModel, servingNode, waitUntil } from './support/network.ts'
 
@@ -118,11 +118,7 @@ describe.runIf(redisUrl && databaseUrl)('job hand-off between two coordinators [
   beforeAll(async () => {
     const network = { heartbeatTimeoutMs: 1500, scheduler: { stallMs: 1500, offerTimeoutMs: 1500 } }
     a = await startTestServer('postgres', { redisUrl }, { network })
-    b = await startTestServer(
-      'postgres',
-      { redisUrl, databaseSchema: a.core.config.databaseSchema, dataDir: a.core.config.dataDir },
-      { network },
-    )
+    b = await startPeerServer(a, { redisUrl }, { network })
     stories = await modelId(a)
   })
   afterAll(async () => {
@@ -268,11 +264,7 @@ describe.runIf(redisUrl && databaseUrl)('job hand-off between two coordinators [
   })
 
   it('forgets the nodes of a coordinator that vanished, and fails their job with can_retry, uncharged', async () => {
-    const c = await startTestServer(
-      'postgres',
-      { redisUrl, databaseSchema: a.core.config.databaseSchema, dataDir: a.core.config.dataDir },
-      { network: { heartbeatTimeoutMs: 1500 } },
-    )
+    const c = await startPeerServer(a, { redisUrl }, { network: { heartbeatTimeoutMs: 1500 } })
     const { node } = await servingNode(a, stories, c)
     node.script = 'hang'
     const pb = await signUp(a, 'stranded')

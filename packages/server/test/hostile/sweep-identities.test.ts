@@ -12,7 +12,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { NODE_REPLACED_CLOSE_CODE } from '@meshwork/protocol'
 import { modelId } from '../fixtures.ts'
-import { dialects, signUp, startTestServer, type TestServer } from '../harness.ts'
+import { dialects, signUp, startPeerServer, startTestServer, type TestServer } from '../harness.ts'
 import { HostileNode, hostileNode, streamThenWait } from '../support/hostile-node.ts'
 import { expectAuditPasses } from '../support/ledger.ts'
 import {
@@ -169,11 +169,7 @@ describe.runIf(redisUrl && databaseUrl)('one credential on two coordinators [pos
   beforeAll(async () => {
     const network = { heartbeatTimeoutMs: 1500, scheduler: { stallMs: 1500, offerTimeoutMs: 1500 } }
     a = await startTestServer('postgres', { redisUrl }, { network })
-    b = await startTestServer(
-      'postgres',
-      { redisUrl, databaseSchema: a.core.config.databaseSchema, dataDir: a.core.config.dataDir },
-      { network },
-    )
+    b = await startPeerServer(a, { redisUrl }, { network })
     stories = await modelId(a)
   })
   afterAll(async () => {
