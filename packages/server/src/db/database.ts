@@ -142,7 +142,13 @@ async function openPostgres(url: string, schema?: string): Promise<Database> {
   })
   // An idle connection that breaks (PostgreSQL restarted, the network cut) is dropped by the pool;
   // without a listener its 'error' event would end the process.
-  pool.on('error', (err) => log.error({ err }, 'PostgreSQL connection lost'))
+  // Its message and code only: pg's error carries the whole client (several KB a line).
+  pool.on('error', (err) =>
+    log.error(
+      { err: { message: err.message, code: (err as { code?: string }).code } },
+      'PostgreSQL connection lost',
+    ),
+  )
   // The pool listens only to idle connections: one that breaks while checked out (between a
   // transaction's statements, or just as its query failed) emitted 'error' with no listener, an
   // uncaught exception that ended the process. Its query (or the next one) fails and is reported
