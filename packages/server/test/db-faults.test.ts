@@ -269,7 +269,7 @@ describe.each(dialects)('[%s] database faults never end the process', (dialect) 
     }
   })
 
-  it('scheduler: the settlement fails; the request fails retryable, nothing charged, hold released', async () => {
+  it('scheduler: the settlement fails once; it is tried again and the answer is kept, charged once', async () => {
     const { node } = await hostileNode(server, stories)
     let finish = () => {}
     const finishing = new Promise<void>((r) => (finish = r))
@@ -284,11 +284,43 @@ describe.each(dialects)('[%s] database faults never end the process', (dialect) 
       const before = (await balanceOf(server, uid(pb))).balance
       const id = await send(pb)
       await waitUntil(async () => (await request(id)).status === 'processing', 10_000, 'running')
-      // The settlement's transaction rolls back at its first statement.
+      // A connection that dropped: the settlement's transaction rolls back at its first statement.
       faults.fail(/^select requests,models$/, 1)
       finish()
       const row = await ended(id)
       expect(faults.count(/^select requests,models$/)).toBe(1)
+      expect(row).toMatchObject({ status: 'completed', response: 'Once upon a time' })
+      const after = await balanceOf(server, uid(pb))
+      expect(after.held).toBe(0)
+      expect(Number(after.balance)).toBeLessThan(Number(before))
+      await expectAuditPasses(server)
+    } finally {
+      node.kill()
+    }
+  })
+
+  it('scheduler: the settlement keeps failing; the request fails retryable, nothing charged, hold released', async () => {
+    const { node } = await hostileNode(server, stories)
+    let finish = () => {}
+    const finishing = new Promise<void>((r) => (finish = r))
+    node.behaviour = async (job, n) => {
+      n.accept(job)
+      n.chunk(job, 'Once upon a time')
+      await finishing
+      n.done(job, 4)
+    }
+    try {
+      const pb = await signUp(server, 'unsettled')
+      const before = (await balanceOf(server, uid(pb))).balance
+      const id = await send(pb)
+      await waitUntil(async () => (await request(id)).status === 'processing', 10_000, 'running')
+      // The settlement's transaction rolls back at its first statement, on every try.
+      faults.fail(/^select requests,models$/)
+      finish()
+      const row = await ended(id)
+      // Tried three times (250 ms and 1 s apart), then given up.
+      expect(faults.count(/^select requests,models$/)).toBe(3)
+      faults.clear()
       expect(row).toMatchObject({
         status: 'failed',
         can_retry: 1,

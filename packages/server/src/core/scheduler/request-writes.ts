@@ -14,7 +14,11 @@ import {
   type Completion,
 } from '../ledger/settlement.ts'
 import { withSingleWrite, withUnitOfWork } from '../records/unit-of-work.ts'
+import { log } from '../../tools/log.ts'
 import type { Work } from './work.ts'
+
+/** Waits before the settlement's second and third tries. */
+const SETTLE_RETRY_MS = [250, 1000] as const
 
 /**
  * The `node_jobs` row (pending) of an offer already sent; its id is the protocol's job_id. False
@@ -97,9 +101,21 @@ export async function settleAndPublish(
   core: CoreApp,
   completion: Completion,
 ): Promise<'settled' | 'ended' | 'deleted'> {
-  const settled = await withUnitOfWork(core, (uow) => settleRequest(uow, completion))
-  if (settled) return 'settled'
-  return (await loadRequestRow(core, completion.requestId)) ? 'ended' : 'deleted'
+  // A transaction that failed (a connection dropped, a lock timed out) is tried again after a
+  // moment: the node's answer is in hand, and failing would lose it. Settling an open request
+  // happens once, so a retry after a commit whose acknowledgement was lost changes nothing.
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const settled = await withUnitOfWork(core, (uow) => settleRequest(uow, completion))
+      if (settled) return 'settled'
+      return (await loadRequestRow(core, completion.requestId)) ? 'ended' : 'deleted'
+    } catch (err) {
+      const wait = SETTLE_RETRY_MS[attempt]
+      if (wait === undefined) throw err
+      log.warn({ err, requestId: completion.requestId }, 'settling a request failed; trying again')
+      await new Promise((r) => setTimeout(r, wait))
+    }
+  }
 }
 
 /**
