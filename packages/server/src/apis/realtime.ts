@@ -110,14 +110,18 @@ export async function handleRealtimeStream(
       resetIdle(now)
     },
   }
-  const client = await realtime.open(address, (frames) => {
-    if (!idLine) return
-    if (!size) markDirty(stream)
-    for (const message of frames) {
-      pending.push(idLine, message)
-      size += idLine.length + message.length
-    }
-  })
+  const client = await realtime.open(
+    address,
+    (frames) => {
+      if (!idLine) return
+      if (!size) markDirty(stream)
+      for (const message of frames) {
+        pending.push(idLine, message)
+        size += idLine.length + message.length
+      }
+    },
+    close,
+  )
   if (!client) {
     const error = {
       data: {},

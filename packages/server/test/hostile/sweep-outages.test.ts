@@ -155,6 +155,9 @@ describe.runIf(redisUrl && databaseUrl)('Redis outages, two coordinators [postgr
     await sleep(network.leaseTtlMs + 500)
     await redis.start()
     await waitUntil(async () => (await redisState(b)) === 'online', 10_000, 'health: Redis up')
+    // What was published meanwhile reached no stream: B ends its streams, whose clients
+    // reconnect and refetch (the web app does on PB_CONNECT).
+    await waitUntil(() => stream.ended, 10_000, "B's stream ended once the bus was back")
     await sleep(2 * network.leaseTtlMs)
     // Restarted in a blink, between two of A's renewals (every 375 ms): A sees no error, but its
     // lease is gone with the data while B looks (every 100 ms).
@@ -173,6 +176,18 @@ describe.runIf(redisUrl && databaseUrl)('Redis outages, two coordinators [postgr
       status: 'pending',
       lease_owner: a.core.processId,
     })
+    // The user's app reconnects to B and subscribes again.
+    const again = await openStream(b.url)
+    expect(
+      (
+        await postSubscriptions(
+          b.url,
+          again.clientId,
+          [filtered('requests', `user = "${user}"`)],
+          pb.authStore.token,
+        )
+      ).status,
+    ).toBe(204)
     node.script = 'stream'
     const done = (jobId: string) =>
       node.send({
@@ -202,10 +217,10 @@ describe.runIf(redisUrl && databaseUrl)('Redis outages, two coordinators [postgr
       total_spent: (costs[0] + costs[1]) / 1000,
     })
     await expectAuditPasses(a)
-    // B's bus subscribed again: the queued request's end (written on A) reached B's stream.
+    // B's bus subscribed again: the queued request's end (written on A) reached B's new stream.
     await waitUntil(
       () =>
-        stream.events.some(
+        again.events.some(
           (e) =>
             e.data.record &&
             (e.data.record as { id: string; status: string }).id === queued &&
@@ -214,6 +229,7 @@ describe.runIf(redisUrl && databaseUrl)('Redis outages, two coordinators [postgr
       10_000,
       'completion event on B',
     )
+    await again.close()
     await stream.close()
     node.kill()
   }, 60_000)
@@ -316,6 +332,8 @@ describe.runIf(redisUrl && databaseUrl)('PostgreSQL connections dropped [postgre
     const schema = a.core.config.databaseSchema
     await admin.query('BEGIN')
     await admin.query(`SELECT 1 FROM ${schema}.user_balances WHERE "user" = $1 FOR UPDATE`, [user])
+    // The answer the node produced, then its end.
+    node.send({ type: 'job_chunk', job_id: node.jobs[0].job_id, text: 'Hello to you' })
     node.send({
       type: 'job_done',
       job_id: node.jobs[0].job_id,
@@ -340,7 +358,9 @@ describe.runIf(redisUrl && databaseUrl)('PostgreSQL connections dropped [postgre
       15_000,
       'request settled',
     )
-    expect(await rowOf(a, id)).toMatchObject({ reserved: 0, tokens_output: 2 })
+    const settled = await rowOf(a, id)
+    expect(settled).toMatchObject({ reserved: 0, response: 'Hello to you' })
+    expect(Number(settled.cost)).toBeGreaterThan(0)
     const after = await balanceOf(a, user)
     expect(after.held).toBe(0)
     expect(Number(after.balance)).toBeLessThan(1000)

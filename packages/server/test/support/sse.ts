@@ -9,6 +9,8 @@ export interface RawStream {
   clientId: string
   /** Every message after PB_CONNECT: the event name (the subscription key) and its JSON. */
   events: Array<{ event: string; data: Record<string, unknown> }>
+  /** The server ended the stream. */
+  readonly ended: boolean
   /** Resolves with the events once at least `n` arrived. */
   waitFor(n: number, ms?: number): Promise<RawStream['events']>
   close(): Promise<void>
@@ -28,12 +30,16 @@ export async function openStream(baseUrl: string): Promise<RawStream> {
   let buffer = ''
   let clientId = ''
   let closed = false
+  let ended = false
   const connected = new Promise<void>((resolve, reject) => {
     void (async () => {
       try {
         for (;;) {
           const { value, done } = await reader.read()
-          if (done) break
+          if (done) {
+            ended = true
+            break
+          }
           buffer += decoder.decode(value, { stream: true })
           let end: number
           while ((end = buffer.indexOf('\n\n')) !== -1) {
@@ -56,6 +62,9 @@ export async function openStream(baseUrl: string): Promise<RawStream> {
   return {
     clientId,
     events,
+    get ended() {
+      return ended
+    },
     waitFor: (n, ms = 5000) =>
       waitUntil(() => events.length >= n && events, ms, `${n} realtime events`),
     async close() {

@@ -5,6 +5,7 @@
  * it over the bus, and answers with its verdict. Streams per address and per user and
  * subscriptions per client are limited (429), counted across processes when scaled out.
  */
+import { log } from '../../tools/log.ts'
 import type { Bus } from '../../tools/bus/bus.ts'
 import { ApiError } from '../../tools/api-error.ts'
 import { newRecordId } from '../../tools/ids.ts'
@@ -50,7 +51,10 @@ export class RealtimeService {
     string,
     { resolve: (m: { status: number; message: string }) => void; timer: NodeJS.Timeout }
   >()
+  /** How to end each local stream (its response). */
+  private enders = new Map<string, () => void>()
   private unsubscribe: () => void
+  private stopResumed: () => void
   private renewal: NodeJS.Timeout
 
   constructor(
@@ -63,6 +67,15 @@ export class RealtimeService {
     private options = { askTimeoutMs: 5000, renewMs: 20_000 },
   ) {
     this.unsubscribe = bus.subscribe(channel(processId), (m) => void this.onMessage(m as Message))
+    // Scaled out, record events reach streams through the bus, even this process's own: when it
+    // comes back after an outage, every stream has missed what was published meanwhile, and none
+    // can know. Ended, they reconnect (the SDK does so by itself) and the app refetches on
+    // PB_CONNECT.
+    this.stopResumed = bus.onResumed(() => {
+      const streams = this.enders.size
+      for (const end of [...this.enders.values()]) end()
+      if (streams) log.warn({ streams }, 'the bus is back: realtime streams ended to reconnect')
+    })
     this.renewal = setInterval(() => {
       this.directory.renew([...this.entries.values()]).catch(() => {})
     }, options.renewMs)
@@ -70,7 +83,11 @@ export class RealtimeService {
   }
 
   /** A new stream from `address`; null when that address holds its limit of streams already. */
-  async open(address: string, send: RealtimeClient['send']): Promise<RealtimeClient | null> {
+  async open(
+    address: string,
+    send: RealtimeClient['send'],
+    end: () => void,
+  ): Promise<RealtimeClient | null> {
     const client = this.hub.connect(address, send)
     const entry: ClientEntry = { id: client.id, address }
     let admitted: boolean
@@ -87,11 +104,13 @@ export class RealtimeService {
       return null
     }
     this.entries.set(client.id, entry)
+    this.enders.set(client.id, end)
     return client
   }
 
   close(id: string): void {
     this.hub.disconnect(id)
+    this.enders.delete(id)
     const entry = this.entries.get(id)
     if (!entry) return
     this.entries.delete(id)
@@ -117,6 +136,7 @@ export class RealtimeService {
   stop(): void {
     clearInterval(this.renewal)
     this.unsubscribe()
+    this.stopResumed()
     for (const { timer, resolve } of this.asked.values()) {
       clearTimeout(timer)
       resolve({ status: 404, message: missingClient().message })

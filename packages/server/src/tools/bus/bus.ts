@@ -16,6 +16,11 @@ export interface Bus {
   subscribed(): Promise<void>
   /** A real round trip to the backend, for health checks. */
   ping(): Promise<boolean>
+  /**
+   * `handler` runs each time the backend is reached again after its connection was lost: what was
+   * published meanwhile never arrived anywhere. The embedded bus is never lost.
+   */
+  onResumed(handler: () => void): () => void
   close(): Promise<void>
 }
 

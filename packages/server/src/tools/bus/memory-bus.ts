@@ -24,6 +24,10 @@ export class MemoryBus implements Bus {
     return true
   }
 
+  onResumed(): () => void {
+    return () => {}
+  }
+
   async close(): Promise<void> {
     this.channels.clear()
   }

@@ -10,6 +10,9 @@ export class RedisBus implements Bus {
   private handlers = new Map<string, Set<BusHandler>>()
   private pending: Promise<unknown> = Promise.resolve()
   readonly traffic: BusTraffic = { published: 0, publishedBytes: 0, received: 0, receivedBytes: 0 }
+  private ready = { pub: false, sub: false }
+  private lost = false
+  private resumed = new Set<() => void>()
 
   constructor(
     url: string,
@@ -18,9 +21,21 @@ export class RedisBus implements Bus {
     const opts = { maxRetriesPerRequest: 2, lazyConnect: false }
     this.pub = new Redis(url, opts)
     this.sub = new Redis(url, opts)
-    // Connection errors surface through ping() in health checks; ioredis keeps reconnecting.
-    this.pub.on('error', () => {})
-    this.sub.on('error', () => {})
+    // Connection errors surface through ping() in health checks; ioredis keeps reconnecting (and
+    // subscribes again). A connection lost after it was ready means messages were lost.
+    for (const connection of [this.pub, this.sub]) {
+      connection.on('error', () => {})
+      connection.on('close', () => {
+        if (connection === this.pub ? this.ready.pub : this.ready.sub) this.lost = true
+      })
+      connection.on('ready', () => {
+        if (connection === this.pub) this.ready.pub = true
+        else this.ready.sub = true
+        if (!this.lost || this.pub.status !== 'ready' || this.sub.status !== 'ready') return
+        this.lost = false
+        callEach(this.resumed, [], 'bus resumed handler')
+      })
+    }
     this.sub.on('message', (channel: string, text: string) => {
       this.traffic.received++
       this.traffic.receivedBytes += text.length
@@ -75,7 +90,13 @@ export class RedisBus implements Bus {
     }
   }
 
+  onResumed(handler: () => void): () => void {
+    this.resumed.add(handler)
+    return () => this.resumed.delete(handler)
+  }
+
   async close(): Promise<void> {
+    this.resumed.clear()
     this.pub.disconnect()
     this.sub.disconnect()
   }
