@@ -81,6 +81,7 @@ describe('ModelManager and model files already on disk', () => {
     const seen: ModelStatusFrame[] = []
     const loaded: string[] = []
     const hashes: string[] = []
+    const removed: string[] = []
     const before = files.requests.length
     const mm = new ModelManager({
       modelsDir: dir,
@@ -90,11 +91,13 @@ describe('ModelManager and model files already on disk', () => {
       onStatus: (s) => seen.push(s),
       downloadAttempts: 1,
       hashFile: (path, signal) => (hashes.push(path), sha256OfFile(path, signal)),
+      onFileRemoved: (id, reason) => removed.push(`${id}: ${reason}`),
     })
     mm.apply([desired])
     await mm.idle()
     await mm.dispose()
-    return { seen, loaded, hashes, downloads: files.requests.length - before, last: seen.at(-1) }
+    const downloads = files.requests.length - before
+    return { seen, loaded, hashes, removed, downloads, last: seen.at(-1) }
   }
 
   const bad: [string, (b: Buffer) => Buffer][] = [
@@ -115,6 +118,10 @@ describe('ModelManager and model files already on disk', () => {
     const run = await start()
     expect(run.loaded).toEqual([SHA]) // only the catalogue's bytes were ever loaded
     expect(run.downloads).toBe(1)
+    // Its owner is told why the model downloads again.
+    expect(run.removed).toEqual([
+      expect.stringMatching(/: stories260K\.gguf did not match its sha256: expected /),
+    ])
     expect(run.last).toMatchObject({ is_downloaded: true, is_serving: true, error_message: '' })
     expect(sha256(await readFile(file))).toBe(SHA)
   })

@@ -45,6 +45,8 @@ export interface ModelManagerOptions {
   random?: () => number
   /** Hashes a model file found on disk (default: a streaming sha256); tests count the calls. */
   hashFile?: HashFile
+  /** A file on disk was not the catalogue's and was removed (it is downloaded again): why. */
+  onFileRemoved?: (nodeModelId: string, reason: string) => void
 }
 
 type Op = 'check' | 'download' | 'delete' | 'load' | 'unload'
@@ -337,6 +339,7 @@ export class ModelManager {
         hashFile: this.#o.hashFile,
         signal: ac.signal,
       })
+      if (verdict.state === 'mismatch') this.#o.onFileRemoved?.(e.id, verdict.reason)
       return verdict.state === 'trusted' || verdict.state === 'hashed'
     } catch (err) {
       if (this.#disposed) return false // stopped by shutdown mid-hash: decided next start

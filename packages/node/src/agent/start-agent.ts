@@ -57,6 +57,8 @@ export interface AgentEventMap {
   replaced: []
   desired_state: [nodeModelIds: string[]]
   model_status: [status: ModelStatusFrame]
+  /** A model file on disk was not the catalogue's: removed, to be downloaded again. */
+  model_file_removed: [nodeModelId: string, reason: string]
   job: [event: JobEvent]
   invalid_frame: [error: Error]
 }
@@ -112,6 +114,7 @@ export async function startAgent(options: StartAgentOptions): Promise<RunningAge
       connection.send(status)
       events.emit('model_status', status)
     },
+    onFileRemoved: (nodeModelId, reason) => events.emit('model_file_removed', nodeModelId, reason),
   })
   const jobs = new JobRunner({
     maxJobs,

@@ -56,5 +56,8 @@ export function printAgentEvents(agent: RunningAgent, server: string, log: Logge
     else if (e.kind === 'cancelled') line(`job ${e.jobId} cancelled`)
     else line(`job ${e.jobId} rejected: ${e.reason}`)
   })
+  events.on('model_file_removed', (id, reason) =>
+    line(`${name(id)}: the file on disk is not the catalogue's (${reason}); removed`, 'warn'),
+  )
   events.on('invalid_frame', (err) => line(`ignored a frame: ${err.message}`, 'warn'))
 }
