@@ -74,10 +74,13 @@ describe.each(dialects)('[%s] dispatch with many requests waiting', (dialect) =>
     } finally {
       restore()
     }
-    node.kill()
     expect(scheduler.queued).toBe(6)
     // Once, or not at all while the scheduler holds them (scheduler/candidate-cache.ts).
     expect(reads.count).toBeLessThanOrEqual(1)
+    // Its only node gone, they wait a moment for it to come back (it stays online for a second),
+    // then fail: none is left for the next test's node.
+    node.kill()
+    await waitUntil(() => scheduler.queued === 0 && !scheduler.running, 15_000, 'waiting ended')
   })
 
   it('an offer reads back neither its job row nor the request the send stored', async () => {
