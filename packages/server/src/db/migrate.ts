@@ -55,7 +55,22 @@ export async function migrateTo(
     allowUnorderedMigrations: true,
     ...(schema ? { migrationTableSchema: schema } : {}),
   })
-  const { error, results } = await (last ? migrator.migrateTo(last) : migrator.migrateToLatest())
-  if (error) throw new MigrationError('Database migration failed', { cause: error })
-  return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName)
+  for (let attempt = 1; ; attempt++) {
+    const { error, results } = await (last ? migrator.migrateTo(last) : migrator.migrateToLatest())
+    if (!error)
+      return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName)
+    if (attempt < 3 && otherSchemaDropped(error, schema)) continue
+    throw new MigrationError('Database migration failed', { cause: error })
+  }
+}
+
+/**
+ * Kysely looks for its bookkeeping table by listing every table of the database, before any
+ * migration runs. On PostgreSQL a schema dropped meanwhile by someone else (another deployment
+ * sharing the database, a test cleaning up) can fail that listing with "schema ... does not
+ * exist" (in a parallel worker): nothing was done yet, so it is tried again.
+ */
+function otherSchemaDropped(error: unknown, schema: string | undefined): boolean {
+  const e = error as { code?: unknown; message?: unknown }
+  return e.code === '3F000' && !(schema && String(e.message).includes(`"${schema}"`))
 }
