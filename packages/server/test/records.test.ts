@@ -136,10 +136,44 @@ describe.each(dialects)('records API [%s]', (dialect) => {
       if (readNow) database.readNow = readNow
       database.db.executeQuery = executeQuery
     }
-    const counts = statements.filter((s) => s.includes('COUNT(*)') && s.includes('conversations'))
-    expect(counts).toHaveLength(3)
+    const lists = statements.filter((s) => s.includes('SELECT r.*') && s.includes('conversations'))
+    expect(lists).toHaveLength(3)
     const userConditions = (s: string) => s.split(/"r"\."user" = /).length - 1
-    expect(counts.map(userConditions)).toEqual([1, 1, 2])
+    expect(lists.map(userConditions)).toEqual([1, 1, 2])
+  })
+
+  it('counts the total only when a page cannot tell it: full, or empty past the first', async () => {
+    const mine = await signUp(server, 'counter')
+    for (const title of ['one', 'two', 'three'])
+      await mine.collection('conversations').create({ model: modelId, title })
+    const statements: string[] = []
+    const database = server.core.database
+    const readNow = database.readNow?.bind(database)
+    const executeQuery = database.db.executeQuery.bind(database.db)
+    if (readNow) database.readNow = (query) => (statements.push(query.sql), readNow(query))
+    database.db.executeQuery = ((query: { sql: string }) => (
+      statements.push(query.sql),
+      executeQuery(query as never)
+    )) as typeof database.db.executeQuery
+    const counted = async (page: number, perPage: number) => {
+      statements.length = 0
+      const list = await mine.collection('conversations').getList(page, perPage)
+      const counts = statements.filter((s) => s.includes('COUNT(*)')).length
+      return { items: list.items.length, total: list.totalItems, pages: list.totalPages, counts }
+    }
+    try {
+      // Short first page: it is the whole list.
+      expect(await counted(1, 50)).toEqual({ items: 3, total: 3, pages: 1, counts: 0 })
+      // A full page: there may be more.
+      expect(await counted(1, 2)).toEqual({ items: 2, total: 3, pages: 2, counts: 1 })
+      // A short page after full ones: offset + its rows.
+      expect(await counted(2, 2)).toEqual({ items: 1, total: 3, pages: 2, counts: 0 })
+      // An empty page past the end knows nothing of the rows before it.
+      expect(await counted(3, 2)).toEqual({ items: 0, total: 3, pages: 2, counts: 1 })
+    } finally {
+      if (readNow) database.readNow = readNow
+      database.db.executeQuery = executeQuery
+    }
   })
 
   it('clamps and echoes perPage, normalises page, and honours skipTotal', async () => {

@@ -227,7 +227,13 @@ export async function listRecords(
   let totalItems = -1
   let totalPages = -1
   if (countQuery) {
-    totalItems = Number((await runOrThrow(() => read(database, countQuery)))[0]?.n ?? 0)
+    // A page short of perPage ends the list: the total is known without counting (the count
+    // repeats the whole filter over every row; it is the costlier half of a hostile LIKE).
+    // An empty page past the first says nothing of what came before it.
+    const lastPage = exact && rows.length < perPage && (rows.length > 0 || offset === 0)
+    totalItems = lastPage
+      ? offset + rows.length
+      : Number((await runOrThrow(() => read(database, countQuery)))[0]?.n ?? 0)
     totalPages = Math.ceil(totalItems / perPage)
   }
   return {
