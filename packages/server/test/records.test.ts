@@ -2,6 +2,26 @@ import type PocketBase from 'pocketbase'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { dialects, signUp, startTestServer, type TestServer } from './harness.ts'
 
+/** Records the SQL of every statement the server runs until `restore` is called. */
+function recordStatements(server: TestServer) {
+  const statements: string[] = []
+  const database = server.core.database
+  const readNow = database.readNow?.bind(database)
+  const executeQuery = database.db.executeQuery.bind(database.db)
+  if (readNow) database.readNow = (query) => (statements.push(query.sql), readNow(query))
+  database.db.executeQuery = ((query: { sql: string }) => (
+    statements.push(query.sql),
+    executeQuery(query as never)
+  )) as typeof database.db.executeQuery
+  return {
+    statements,
+    restore() {
+      if (readNow) database.readNow = readNow
+      database.db.executeQuery = executeQuery
+    },
+  }
+}
+
 describe.each(dialects)('records API [%s]', (dialect) => {
   let server: TestServer
   let pb: PocketBase
@@ -109,15 +129,7 @@ describe.each(dialects)('records API [%s]', (dialect) => {
     const other = await signUp(server, 'neighbour')
     await other.collection('conversations').create({ model: modelId, title: 'Not mine' })
     const me = pb.authStore.record!.id
-    const statements: string[] = []
-    const database = server.core.database
-    const readNow = database.readNow?.bind(database)
-    const executeQuery = database.db.executeQuery.bind(database.db)
-    if (readNow) database.readNow = (query) => (statements.push(query.sql), readNow(query))
-    database.db.executeQuery = ((query: { sql: string }) => (
-      statements.push(query.sql),
-      executeQuery(query as never)
-    )) as typeof database.db.executeQuery
+    const { statements, restore } = recordStatements(server)
     try {
       // The sidebar's own filter is the list rule again (user = @request.auth.id).
       const mine = await pb
@@ -133,8 +145,7 @@ describe.each(dialects)('records API [%s]', (dialect) => {
         .getList(1, 50, { filter: `user = "${other.authStore.record!.id}"` })
       expect(theirs.totalItems).toBe(0)
     } finally {
-      if (readNow) database.readNow = readNow
-      database.db.executeQuery = executeQuery
+      restore()
     }
     const lists = statements.filter((s) => s.includes('SELECT r.*') && s.includes('conversations'))
     expect(lists).toHaveLength(3)
@@ -146,15 +157,7 @@ describe.each(dialects)('records API [%s]', (dialect) => {
     const mine = await signUp(server, 'counter')
     for (const title of ['one', 'two', 'three'])
       await mine.collection('conversations').create({ model: modelId, title })
-    const statements: string[] = []
-    const database = server.core.database
-    const readNow = database.readNow?.bind(database)
-    const executeQuery = database.db.executeQuery.bind(database.db)
-    if (readNow) database.readNow = (query) => (statements.push(query.sql), readNow(query))
-    database.db.executeQuery = ((query: { sql: string }) => (
-      statements.push(query.sql),
-      executeQuery(query as never)
-    )) as typeof database.db.executeQuery
+    const { statements, restore } = recordStatements(server)
     const counted = async (page: number, perPage: number) => {
       statements.length = 0
       const list = await mine.collection('conversations').getList(page, perPage)
@@ -171,8 +174,7 @@ describe.each(dialects)('records API [%s]', (dialect) => {
       // An empty page past the end knows nothing of the rows before it.
       expect(await counted(3, 2)).toEqual({ items: 0, total: 3, pages: 2, counts: 1 })
     } finally {
-      if (readNow) database.readNow = readNow
-      database.db.executeQuery = executeQuery
+      restore()
     }
   })
 
