@@ -23,6 +23,12 @@ export interface Completion {
   tokensInput: number
   tokensOutput: number
   processingTimeMs: number
+  /**
+   * The process that must still own the request (`requests.lease_owner`), when a scheduler
+   * settles: a process whose lease lapsed (a pause, a partition from Redis) while a survivor took
+   * its request over no longer settles it.
+   */
+  owner?: string
 }
 
 export interface SettledRequest {
@@ -75,7 +81,8 @@ export async function settleRequest(
         updated: now,
       })
       .where('id', '=', c.requestId)
-      .where('status', 'in', OPEN_STATUSES),
+      .where('status', 'in', OPEN_STATUSES)
+      .$if(c.owner !== undefined, (w) => w.where('lease_owner', '=', c.owner!)),
   )
   if (marked.length !== 1) return null
   // An answer with no output (nothing streamed, or claimed as nothing) is free and earns nothing,
@@ -244,19 +251,23 @@ async function releaseHoldLocked(uow: UnitOfWork, user: string, amount: number):
   return Number(row?.balance ?? 0)
 }
 
-/** Fails a request and releases its whole hold; false when it had already ended. */
+/**
+ * Fails a request and releases its whole hold; false when it had already ended, or when `owner`
+ * is given and another process owns the request now (Completion's `owner`).
+ */
 export function failRequest(
   uow: UnitOfWork,
   requestId: string,
   errorMessage: string,
   canRetry: boolean,
+  owner?: string,
 ): Promise<boolean> {
-  return endReleasingHold(uow, requestId, {
-    status: 'failed',
-    error_message: errorMessage,
-    can_retry: canRetry ? 1 : 0,
-    response: '',
-  })
+  return endReleasingHold(
+    uow,
+    requestId,
+    { status: 'failed', error_message: errorMessage, can_retry: canRetry ? 1 : 0, response: '' },
+    owner,
+  )
 }
 
 /**
@@ -278,6 +289,7 @@ async function endReleasingHold(
     can_retry?: number
     response?: string
   },
+  owner?: string,
 ): Promise<boolean> {
   const request = await uow.trx
     .selectFrom('requests')
@@ -289,7 +301,8 @@ async function endReleasingHold(
     q
       .set({ ...end, reserved: 0, is_partial: 0, updated: nowDate() })
       .where('id', '=', requestId)
-      .where('status', 'in', OPEN_STATUSES),
+      .where('status', 'in', OPEN_STATUSES)
+      .$if(owner !== undefined, (w) => w.where('lease_owner', '=', owner!)),
   )
   if (marked.length !== 1) return false
   await releaseHold(uow, String(request.user), Number(request.reserved ?? 0))

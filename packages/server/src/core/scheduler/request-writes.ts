@@ -20,25 +20,41 @@ import type { Work } from './work.ts'
 /** Waits before the settlement's second and third tries. */
 const SETTLE_RETRY_MS = [250, 1000] as const
 
+/** What recording a job found: `lost` when another process owns the request now. */
+export type JobRecord = 'stored' | 'gone' | 'lost'
+
 /**
- * The `node_jobs` row (pending) of an offer already sent; its id is the protocol's job_id. False
- * when the request is gone (deleted with its conversation). One unit of work (INSERT ... RETURNING,
- * the event from the returned row).
+ * The `node_jobs` row (pending) of an offer already sent; its id is the protocol's job_id. `gone`
+ * when the request is gone (deleted with its conversation); `lost` when this process no longer
+ * owns it: its lease lapsed (a long pause, a partition from Redis) and a survivor took the request
+ * over, so the survivor runs it, not this process. One unit of work (INSERT ... RETURNING, the
+ * event from the returned row).
  */
 export async function createJob(
   core: CoreApp,
   jobId: string,
   requestId: string,
   nodeId: string,
-): Promise<boolean> {
+): Promise<JobRecord> {
   const now = nowDate()
   return withUnitOfWork(core, async (uow) => {
-    const request = await uow.trx
-      .selectFrom('requests')
-      .select('id')
+    // An UPDATE, not a SELECT: it locks the row, so a survivor's claim (takeover.ts, an UPDATE of
+    // the same row) either comes first and this finds the request lost, or waits for this job's
+    // row and then finds it (and stops the job).
+    const owned = await uow.trx
+      .updateTable('requests')
+      .set({ lease_owner: core.processId })
       .where('id', '=', requestId)
+      .where('lease_owner', '=', core.processId)
       .executeTakeFirst()
-    if (!request) return false
+    if (Number(owned.numUpdatedRows) !== 1) {
+      const request = await uow.trx
+        .selectFrom('requests')
+        .select('id')
+        .where('id', '=', requestId)
+        .executeTakeFirst()
+      return request ? 'lost' : 'gone'
+    }
     await uow.insert('node_jobs', {
       id: jobId,
       request: requestId,
@@ -47,7 +63,7 @@ export async function createJob(
       created: now,
       updated: now,
     })
-    return true
+    return 'stored'
   })
 }
 
@@ -70,7 +86,7 @@ export async function loadRequestRow(core: CoreApp, requestId: string): Promise<
 
 /**
  * The request is running on `nodeId`; answers the stored row (the base of partial events), null
- * when it is no longer open. Its event carries `present(row)`: the row with the text streamed so
+ * when it is no longer open or no longer this process's (see createJob). Its event carries `present(row)`: the row with the text streamed so
  * far, so a subscriber never sees the response go back to empty.
  */
 export async function markProcessing(
@@ -84,7 +100,8 @@ export async function markProcessing(
       q
         .set({ status: 'processing', node: nodeId, updated: nowDate() })
         .where('id', '=', requestId)
-        .where('status', 'in', ['pending', 'processing']),
+        .where('status', 'in', ['pending', 'processing'])
+        .where('lease_owner', '=', core.processId),
     )
     if (row) uow.changed('update', 'requests', present(row))
     return row ?? null
@@ -146,11 +163,15 @@ export async function chargeDeletedAndPublish(
   )
 }
 
-/** Fails a retryable request, releases its hold and publishes both. */
+/**
+ * Fails a retryable request, releases its hold and publishes both; with `owner`, only while that
+ * process still owns the request (Completion's `owner`).
+ */
 export async function failAndPublish(
   core: CoreApp,
   requestId: string,
   message: string,
+  owner?: string,
 ): Promise<void> {
-  await withUnitOfWork(core, (uow) => failRequest(uow, requestId, message, true))
+  await withUnitOfWork(core, (uow) => failRequest(uow, requestId, message, true, owner))
 }

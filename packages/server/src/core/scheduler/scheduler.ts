@@ -24,6 +24,7 @@ import {
   chargeDeletedAndPublish,
   createJob,
   loadRequestRow,
+  type JobRecord,
   markProcessing,
   setJobStatus,
   settleAndPublish,
@@ -445,20 +446,22 @@ export class Scheduler implements RegistryListener {
   /** Writes the row of a job just offered; takes the job back when that cannot be done. */
   private async recordJob(work: Work, jobId: string, nodeId: string): Promise<void> {
     const stillOffered = () => work.job?.id === jobId
-    let stored = false
+    let stored: JobRecord | 'failed' = 'failed'
     try {
       stored = await createJob(this.core, jobId, work.requestId, nodeId)
     } catch (err) {
       log.error({ err, requestId: work.requestId }, 'recording a job failed')
     }
-    if (stored || !stillOffered()) return
+    if (stored === 'stored' || !stillOffered()) return
+    if (stored === 'lost') return this.giveUp(work)
     // The request was deleted meanwhile, or its job cannot be recorded: the node stops, and a
     // request still there fails retryable (nothing was charged, its hold is released).
     this.release(work)
     this.registry.get(nodeId)?.send({ type: 'job_cancel', job_id: jobId })
     this.onCapacity()
     if (work.ending) return
-    const gone = !(await loadRequestRow(this.core, work.requestId).catch(() => work.row))
+    const gone =
+      stored === 'gone' || !(await loadRequestRow(this.core, work.requestId).catch(() => work.row))
     if (gone) return this.forget(work)
     this.fail(work, NO_NODE_MESSAGE)
   }
@@ -471,8 +474,40 @@ export class Scheduler implements RegistryListener {
         work.job?.id === jobId ? this.partialRow(stored, work) : stored,
       )
       if (row && work.job?.id === jobId) work.row = row
+      if (!row && work.job?.id === jobId && (await this.ownedElsewhere(work)))
+        return this.giveUp(work)
     }
     await setJobStatus(this.core, jobId, 'acked')
+  }
+
+  /** Another process owns the request now (it took it over while this one's lease had lapsed). */
+  private async ownedElsewhere(work: Work): Promise<boolean> {
+    const row = await this.core.database.db
+      .selectFrom('requests')
+      .select('lease_owner')
+      .where('id', '=', work.requestId)
+      .executeTakeFirst()
+      .catch(() => undefined)
+    return row !== undefined && row.lease_owner !== this.core.processId
+  }
+
+  /**
+   * This process's lease lapsed (a long pause, a partition from Redis) and a survivor took the
+   * request over: the survivor runs it and ends it, so this process stops its job and forgets it
+   * without writing anything (failing it here would end the survivor's run; its hold is the
+   * survivor's to settle or release).
+   */
+  private giveUp(work: Work) {
+    log.warn(
+      { requestId: work.requestId },
+      'request taken over by another process; its job here stops',
+    )
+    const job = work.job
+    this.release(work)
+    if (job) this.registry.get(job.nodeId)?.send({ type: 'job_cancel', job_id: job.id })
+    this.onCapacity()
+    work.ending = true
+    this.forget(work)
   }
 
   /** The growing response goes out as an update event of the in-memory row: no database write. */
@@ -518,6 +553,7 @@ export class Scheduler implements RegistryListener {
           tokensInput: work.estimatedInput,
           tokensOutput,
           processingTimeMs: frame.processing_time_ms,
+          owner: this.core.processId,
         })
         // Deleted while its answer was being settled: the deletion released the hold, so the
         // answer the user saw is charged like any deleted request's streamed part.
@@ -529,7 +565,7 @@ export class Scheduler implements RegistryListener {
         // commit and only what followed failed, the request is no longer open and this changes
         // nothing.
         log.error({ err, requestId: work.requestId }, 'settling a request failed')
-        await failAndPublish(this.core, work.requestId, SAVE_FAILED_MESSAGE)
+        await failAndPublish(this.core, work.requestId, SAVE_FAILED_MESSAGE, this.core.processId)
         await work.canary?.done(null, 0)
       }
     })
@@ -616,7 +652,7 @@ export class Scheduler implements RegistryListener {
     if (work.ending) return
     work.ending = true
     this.end(work, async () => {
-      await failAndPublish(this.core, work.requestId, message)
+      await failAndPublish(this.core, work.requestId, message, this.core.processId)
       await work.canary?.done(null, 0)
     })
   }
@@ -729,10 +765,15 @@ const closedCores = new WeakSet<CoreApp>()
  * hold; after that, or once the scheduler has closed, restart recovery and the takeover of
  * requests end it.
  */
-async function failAndPublish(core: CoreApp, requestId: string, message: string): Promise<void> {
+async function failAndPublish(
+  core: CoreApp,
+  requestId: string,
+  message: string,
+  owner: string,
+): Promise<void> {
   for (let attempt = 0; ; attempt++) {
     try {
-      return await failOnce(core, requestId, message)
+      return await failOnce(core, requestId, message, owner)
     } catch (err) {
       if (closedCores.has(core) || attempt + 1 >= END_RETRIES) throw err
       log.error({ err, requestId }, 'failing a request failed, retrying')
