@@ -17,6 +17,7 @@ import { loadDesiredState } from './desired-state.ts'
 import { parseJsonDroppingNul } from '../../tools/nul.ts'
 import { ApiError } from '../../tools/api-error.ts'
 import { NodeRelay } from './node-relay.ts'
+import { RelayedJobCheck } from './relayed-job-check.ts'
 import { ModelPins } from '../models/model-pins.ts'
 import { guarded } from '../../tools/background.ts'
 import {
@@ -54,6 +55,9 @@ export class NodeRegistry {
   private closed = false
   /** Scaled out only: the hand-off of jobs to nodes connected to other processes. */
   private relay: NodeRelay | null = null
+  /** Scaled out only: relayed jobs whose cancel was lost on the bus, found in the database. */
+  private relayedCheck: RelayedJobCheck | null = null
+  private stopResumed = () => {}
   /** Size and sha256 of models added by URL alone, read from their source when first wanted. */
   private pins: ModelPins
 
@@ -107,6 +111,13 @@ export class NodeRegistry {
         heartbeatTimeoutMs,
         core.processId,
       )
+      const relay = this.relay
+      this.relayedCheck = new RelayedJobCheck(core.database.db, relay, (session) => {
+        this.listener?.onCapacity()
+        if (session.helloed) relay.announce(session)
+      })
+      // What was cancelled while the bus was down is stopped now, not at the next sweep.
+      this.stopResumed = core.bus.onResumed(() => this.relayedCheck?.run())
     }
   }
 
@@ -248,6 +259,8 @@ export class NodeRegistry {
     this.scores = null
     clearInterval(this.timer)
     this.unsubscribe()
+    this.stopResumed()
+    this.relayedCheck?.close()
     this.pins.close()
     // Other processes give this process's jobs on these nodes to others now, not after a timeout.
     for (const nodeId of this.sessions.keys()) this.relay?.gone(nodeId)
@@ -385,6 +398,7 @@ export class NodeRegistry {
   private sweep() {
     const cutoff = Date.now() - this.heartbeatTimeoutMs
     for (const s of this.sessions.values()) if (s.lastFrameAt < cutoff) s.ws.terminate()
+    this.relayedCheck?.run()
     if (this.relay && !this.sweepingAbandoned) {
       this.sweepingAbandoned = true
       this.storeAbandonedOffline()

@@ -105,6 +105,31 @@ describe('node relay', () => {
     expect(b.relay.route(session, { type: 'job_chunk', job_id: 'mine', text: 'x' })).toBe(false)
   })
 
+  it('lists the jobs it relays, and stops one as a cancel from its process would', () => {
+    const bus = new MemoryBus()
+    const a = start(bus)
+    const b = start(bus)
+    const { session, sent } = b.connect('n1', 2)
+    const remote = a.relay.remote('n1')!
+    remote.send(offer('j1'))
+    remote.send(offer('j2'))
+    expect(b.relay.relayedJobs()).toEqual([
+      { jobId: 'j1', nodeId: 'n1', requestId: 'r1', since: expect.any(Number) },
+      { jobId: 'j2', nodeId: 'n1', requestId: 'r1', since: expect.any(Number) },
+    ])
+
+    expect(b.relay.cancelRelayed('j1')).toBe(session)
+    expect(sent.at(-1)).toEqual({ type: 'job_cancel', job_id: 'j1' })
+    expect([...session.relayedJobs]).toEqual(['j2'])
+    expect(session.freeSlots).toBe(1)
+    // Already stopped, or ended by the node first: nothing more is sent.
+    expect(b.relay.cancelRelayed('j1')).toBeNull()
+    b.relay.route(session, { type: 'job_failed', job_id: 'j2', error: 'x' })
+    expect(b.relay.cancelRelayed('j2')).toBeNull()
+    expect(sent.filter((f) => f.type === 'job_cancel')).toHaveLength(1)
+    expect(b.relay.relayedJobs()).toEqual([])
+  })
+
   it('lets a process that starts see the nodes already connected elsewhere at once', async () => {
     const bus = new MemoryBus()
     const b = start(bus)

@@ -25,6 +25,16 @@ export interface LocalNodes {
   replaced(session: NodeSession): void
 }
 
+/** A job a local node runs for another process. */
+export interface RelayedJob {
+  jobId: string
+  nodeId: string
+  /** The request it answers (the offer's `request_id`). */
+  requestId: string
+  /** When its offer came (Date.now). */
+  since: number
+}
+
 type Broadcast =
   | { kind: 'presence'; from: string; nodeId: string; maxJobs: number; busyJobs: number }
   | { kind: 'gone'; from: string; nodeId: string }
@@ -71,8 +81,8 @@ export class RemoteNode implements NodeHandle {
 
 export class NodeRelay {
   private remotes = new Map<string, RemoteNode>()
-  /** Jobs a local node runs for another process: job id -> the offering process and the node. */
-  private relayed = new Map<string, { origin: string; nodeId: string }>()
+  /** Jobs a local node runs for another process, by job id, with the process that offered it. */
+  private relayed = new Map<string, { origin: string } & Omit<RelayedJob, 'jobId'>>()
   private unsubscribe: Array<() => void>
   private timer: NodeJS.Timeout
   /** Draining: local nodes are announced full, so other processes offer them nothing new. */
@@ -140,6 +150,31 @@ export class NodeRelay {
   dropRelayed(session: NodeSession, jobId: string): void {
     if (!this.relayed.delete(jobId)) return
     session.relayedJobs.delete(jobId)
+  }
+
+  /** Jobs local nodes run for other processes, as of now. */
+  relayedJobs(): RelayedJob[] {
+    return [...this.relayed].map(([jobId, r]) => ({
+      jobId,
+      nodeId: r.nodeId,
+      requestId: r.requestId,
+      since: r.since,
+    }))
+  }
+
+  /**
+   * Stops a job a local node runs for another process as that process's `job_cancel` would: the
+   * node is told and its slot is free. The session, or null when the job ended meanwhile (its end
+   * or a cancel came first) or its node left.
+   */
+  cancelRelayed(jobId: string): NodeSession | null {
+    const relayed = this.relayed.get(jobId)
+    if (!relayed) return null
+    this.relayed.delete(jobId)
+    const session = this.nodes.local(relayed.nodeId)
+    if (!session?.relayedJobs.delete(jobId)) return null
+    session.send({ type: 'job_cancel', job_id: jobId })
+    return session
   }
 
   /** A local node's socket is gone: its relayed jobs are lost, and their processes hear so. */
@@ -249,7 +284,12 @@ export class NodeRelay {
       return
     }
     if (frame.type === 'job_offer') {
-      this.relayed.set(frame.job_id, { origin: m.from, nodeId: m.nodeId })
+      this.relayed.set(frame.job_id, {
+        origin: m.from,
+        nodeId: m.nodeId,
+        requestId: frame.request_id,
+        since: Date.now(),
+      })
       session.relayedJobs.add(frame.job_id)
     } else if (frame.type === 'job_cancel') {
       this.relayed.delete(frame.job_id)
