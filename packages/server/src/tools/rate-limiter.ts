@@ -41,6 +41,12 @@ export interface Limiters {
   close(): Promise<void>
 }
 
+/** A take Redis has not answered in this long is counted in memory instead. */
+const TAKE_TIMEOUT_MS = 1000
+/** A connection silent this long after a command is dropped. Shorter than a take's timeout, so a
+ * request that takes two counts one after the other waits for one timeout, not two. */
+const SILENT_SOCKET_MS = 500
+
 const unlimited: Limiter = {
   take: async () => ({ allowed: true, count: 0, retryAfterMs: 0 }),
   refund: async () => {},
@@ -48,9 +54,18 @@ const unlimited: Limiter = {
 
 export function createLimiters(options: { redisUrl?: string; prefix: string }): Limiters {
   // A client of its own: the bus's are in subscriber mode. No offline queue, so a take fails over
-  // to memory at once instead of waiting for Redis to come back.
+  // to memory at once instead of waiting for Redis to come back. A Redis that keeps the connection
+  // open and answers nothing (frozen, or cut off by a partition: nothing closes the socket) kept
+  // every take waiting for good; now a take unanswered in time is counted in memory, and the silent
+  // connection is dropped so the takes after it go to memory at once (not ready) until Redis
+  // answers a reconnection.
   const redis = options.redisUrl
-    ? new Redis(options.redisUrl, { enableOfflineQueue: false, maxRetriesPerRequest: 1 })
+    ? new Redis(options.redisUrl, {
+        enableOfflineQueue: false,
+        maxRetriesPerRequest: 1,
+        commandTimeout: TAKE_TIMEOUT_MS,
+        socketTimeout: SILENT_SOCKET_MS,
+      })
     : null
   redis?.on('error', () => {}) // reported by health checks; ioredis keeps reconnecting
   return {

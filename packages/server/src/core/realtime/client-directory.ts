@@ -69,6 +69,23 @@ function remove(map: Map<string, Set<string>>, key: string, id: string) {
   if (set?.size === 0) map.delete(key)
 }
 
+/** How long a stream's open or subscription waits for Redis. A Redis that keeps the connection
+ * open and answers nothing (frozen, or cut off by a partition: nothing closes the socket) kept it
+ * waiting for good; past this it fails like an unreachable Redis (503, the client retries). */
+const ANSWER_MS = 1000
+
+function inTime<T>(call: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`Redis did not answer ${what} within ${ANSWER_MS} ms`)),
+      ANSWER_MS,
+    )
+  })
+  // The call still settles later, and race has a handler on it: no unhandled rejection.
+  return Promise.race([call, late]).finally(() => clearTimeout(timer))
+}
+
 /** Counts live members of a sorted set of leases (score: expiry) and adds one unless full. */
 const addLease = `
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
@@ -102,7 +119,7 @@ export class RedisDirectory implements ClientDirectory {
 
   async open(entry: ClientEntry, limit: number) {
     const now = Date.now()
-    const ok = await this.addLease(
+    const adding = this.addLease(
       2,
       addressKey(entry.address),
       clientKey(entry.id),
@@ -113,26 +130,33 @@ export class RedisDirectory implements ClientDirectory {
       this.leaseMs,
       this.processId,
     )
-    return ok === 1
+    try {
+      return (await inTime(adding, 'opening a realtime stream')) === 1
+    } catch (err) {
+      // Unanswered, the lease may still be written once Redis answers, and would count against
+      // the address for its whole life with no stream behind it: removed after it (one connection
+      // keeps the order). Its failure is not reported: Redis is away, and the refusal says so.
+      this.close(entry).catch(() => {})
+      throw err
+    }
   }
 
   async claim(entry: ClientEntry, limit: number) {
     const now = Date.now()
-    return (
-      (await this.addLease(
-        1,
-        userKey(entry.user!),
-        now,
-        now + this.leaseMs,
-        limit,
-        entry.id,
-        this.leaseMs,
-      )) === 1
+    const adding = this.addLease(
+      1,
+      userKey(entry.user!),
+      now,
+      now + this.leaseMs,
+      limit,
+      entry.id,
+      this.leaseMs,
     )
+    return (await inTime(adding, 'counting a realtime stream')) === 1
   }
 
   async locate(id: string) {
-    return (await this.redis.get(clientKey(id))) ?? undefined
+    return (await inTime(this.redis.get(clientKey(id)), 'locating a realtime stream')) ?? undefined
   }
 
   async close(entry: ClientEntry) {

@@ -157,12 +157,16 @@ export class RealtimeService {
     }
     const user = caller.auth ? String(caller.auth.id) : undefined
     if (user && entry.user !== user) {
-      const claimed = { ...entry, user }
-      if (
-        !(await this.directory.claim(claimed, this.limits.connectionsPerUser).catch(() => false))
-      ) {
-        throw new ApiError(429, 'Too many realtime connections for this user.')
+      let admitted: boolean
+      try {
+        admitted = await this.directory.claim({ ...entry, user }, this.limits.connectionsPerUser)
+      } catch (err) {
+        // The shared directory (Redis) cannot be reached: unavailable, as for opening a stream,
+        // not a 429 telling every signed-in user they hold too many streams.
+        log.warn({ err }, 'realtime: a stream could not be counted for its user')
+        throw new ApiError(503, 'Realtime is unavailable, try again.')
       }
+      if (!admitted) throw new ApiError(429, 'Too many realtime connections for this user.')
       entry.user = user
     }
     if (!this.hub.get(request.clientId)) throw missingClient() // it went away meanwhile
