@@ -2,14 +2,17 @@
  * `npm run chaos` (issue 8): a bounded chaos run of the scaled-out deployment, not part of
  * `npm test`. Three coordinator processes on PostgreSQL + Redis behind nginx (round-robin), three
  * node agent processes through the balancer, many users sending and retrying at random while
- * coordinators and agents are killed (-9) or drained (SIGTERM) and restarted. At the end it waits
- * for every request to end and prints: requests completed / failed retryable / stuck (must be 0),
- * stray holds, and the ledger audit. Exits non-zero when anything is stuck or the audit fails.
+ * coordinators and agents are killed (-9) or drained (SIGTERM) and restarted, or coordinators
+ * paused (SIGSTOP) for longer than a lease and let go on. At the end it waits for every request to
+ * end and prints: requests completed / failed retryable / stuck (must be 0), stray holds, requests
+ * answered by two nodes (must be 0), and the ledger audit. Exits non-zero when anything is stuck,
+ * ran twice, or the audit fails.
  *
  * Environment: TEST_DATABASE_URL, TEST_REDIS_URL (local defaults), CHAOS_SECONDS (default 120),
- * CHAOS_USERS (default 12).
+ * CHAOS_USERS (default 12), CHAOS_ACTIONS (a comma-separated subset of ALL_ACTIONS; default all).
  */
 import { Cluster, poll } from './support/cluster.ts'
+import { LEASE_TTL_MS } from '../src/core/scheduler/leases.ts'
 import type PocketBase from 'pocketbase'
 
 const databaseUrl = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
@@ -17,6 +20,16 @@ const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
 const seconds = Number(process.env.CHAOS_SECONDS ?? 120)
 const userCount = Number(process.env.CHAOS_USERS ?? 12)
 const MAX_RETRIES = 3
+const ALL_ACTIONS = [
+  'kill coordinator',
+  'drain coordinator',
+  'pause coordinator',
+  'kill agent',
+  'drain agent',
+]
+const chaosActions = process.env.CHAOS_ACTIONS
+  ? process.env.CHAOS_ACTIONS.split(',').filter((a) => ALL_ACTIONS.includes(a))
+  : ALL_ACTIONS
 
 const log = (line: string) => console.log(`[${new Date().toISOString().slice(11, 19)}] ${line}`)
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
@@ -120,9 +133,16 @@ async function chaos() {
   while (Date.now() < until) {
     await sleep(3000 + Math.random() * 4000)
     const coordinators = cluster.coordinators.filter((c) => c.running)
-    const kind = pick(['kill coordinator', 'drain coordinator', 'kill agent', 'drain agent'])
+    const kind = pick(chaosActions)
     actions[kind] = (actions[kind] ?? 0) + 1
-    if (kind.endsWith('coordinator')) {
+    if (kind === 'pause coordinator') {
+      if (coordinators.length < 2) continue
+      const victim = pick(coordinators)
+      // Longer than a lease: the others take its requests over while it is stopped.
+      const ms = LEASE_TTL_MS + 2000 + Math.random() * 3000
+      log(`${kind} ${victim.index} for ${(ms / 1000).toFixed(1)} s`)
+      restarts.push(victim.pause(ms).then(() => log(`coordinator ${victim.index} runs on`)))
+    } else if (kind.endsWith('coordinator')) {
       if (coordinators.length < 2) continue // one always serves
       const victim = pick(coordinators)
       log(`${kind} ${victim.index}`)
@@ -180,6 +200,14 @@ try {
   const inv = await cluster.settle(90_000)
   const all = await cluster.db.db.selectFrom('requests').select(['status', 'can_retry']).execute()
   const stuck = inv.open
+  // A request answered by two nodes: a process whose lease lapsed ran what a survivor took over.
+  const ranTwice = await cluster.db.db
+    .selectFrom('node_jobs')
+    .select('request')
+    .where('status', '=', 'completed')
+    .groupBy('request')
+    .having((eb) => eb.fn.countAll(), '>', 1)
+    .execute()
   console.log('')
   console.log('Chaos run summary')
   console.log(`  duration of chaos:          ${seconds} s; actions: ${JSON.stringify(actions)}`)
@@ -197,8 +225,18 @@ try {
   console.log(
     `  holds without an open request: ${inv.badHolds.length ? inv.badHolds.join('; ') : 'none'}`,
   )
+  console.log(`  requests run twice:         ${ranTwice.length}`)
+  for (const { request } of ranTwice) {
+    const jobs = await cluster.db.db
+      .selectFrom('node_jobs')
+      .select(['id', 'node', 'status', 'created', 'updated'])
+      .where('request', '=', request)
+      .orderBy('created')
+      .execute()
+    console.log(`    ${request}: ${JSON.stringify(jobs)}`)
+  }
   console.log(`  ledger audit:               ${inv.audit ? `FAILED\n${inv.audit}` : 'passed'}`)
-  exitCode = stuck === 0 && !inv.audit && inv.badHolds.length === 0 ? 0 : 1
+  exitCode = stuck === 0 && !inv.audit && inv.badHolds.length === 0 && ranTwice.length === 0 ? 0 : 1
 } catch (err) {
   console.error('chaos run failed', err)
 } finally {

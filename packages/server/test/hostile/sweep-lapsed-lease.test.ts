@@ -14,6 +14,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { modelId } from '../fixtures.ts'
 import { dialects, signUp, startTestServer, type TestServer } from '../harness.ts'
 import { balanceOf, expectAuditPasses } from '../support/ledger.ts'
+import { failAndPublish } from '../../src/core/scheduler/request-writes.ts'
+import { TAKEN_OVER_MESSAGE } from '../../src/core/scheduler/takeover.ts'
 import {
   FakeNode,
   askStory,
@@ -148,6 +150,12 @@ describe.each(dialects)(
       )
       const [offer] = offersOf(requestId)
       await claimBySurvivor(requestId)
+      // The survivor's claim ends the jobs it found (takeover.ts `adopt`).
+      await server.core.database.db
+        .updateTable('node_jobs')
+        .set({ status: 'failed' })
+        .where('request', '=', requestId)
+        .execute()
       node.send({
         type: 'job_done',
         job_id: offer.job_id,
@@ -159,10 +167,49 @@ describe.each(dialects)(
       const row = await requestRowOf(server, requestId)
       expect(row.status).toBe('processing')
       expect(row.lease_owner).toBe(SURVIVOR)
+      // The job stays as the survivor ended it, not `completed` by the late news of its end.
+      expect(await jobRowsOf(requestId)).toEqual([{ id: offer.job_id, status: 'failed' }])
       const after = await balanceOf(server, user)
       expect(after.balance).toBe(before.balance)
       expect(after.held).toBeGreaterThan(0)
       expect(cancelled(offer.job_id)).toBe(false) // its node had finished; nothing to stop
+      await expectAuditPasses(server)
+    })
+
+    it('failed by the survivor and retried here: the old attempt stops, the new one runs once', async () => {
+      node.script = 'hang'
+      const pb = await signUp(server, 'retrying')
+      const requestId = await askStory(server, stories, pb)
+      await waitUntil(
+        async () => (await requestRowOf(server, requestId)).status === 'processing',
+        10_000,
+        'request running',
+      )
+      const [old] = offersOf(requestId)
+      // The survivor claims the running request and fails it retryable (takeover.ts `adopt`).
+      await claimBySurvivor(requestId)
+      await failAndPublish(server.core, requestId, TAKEN_OVER_MESSAGE)
+      node.script = 'stream'
+      const retried = await postJson(
+        server,
+        '/api/requests/retry',
+        { request_id: requestId },
+        pb.authStore.token,
+      )
+      expect(retried.status).toBe(200)
+      await waitUntil(
+        async () => (await requestRowOf(server, requestId)).status === 'completed',
+        10_000,
+        'retried request answered',
+      )
+      expect(cancelled(old.job_id)).toBe(true)
+      expect(offersOf(requestId)).toHaveLength(2)
+      const jobs = await jobRowsOf(requestId)
+      expect(jobs.filter((j) => j.status === 'completed')).toHaveLength(1)
+      expect(await requestRowOf(server, requestId)).toMatchObject({
+        response: 'Once upon a time',
+        reserved: 0,
+      })
       await expectAuditPasses(server)
     })
   },

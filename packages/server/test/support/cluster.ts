@@ -6,7 +6,7 @@
  * no credits held without an open request, the ledger audit.
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -73,6 +73,11 @@ export async function signUpAt(url: string, name: string): Promise<PocketBase> {
   return pb
 }
 
+function coordinatorLog(index: number): 'ignore' | number {
+  const dir = process.env.CLUSTER_LOG_DIR
+  return dir ? openSync(join(dir, `coordinator-${index}.log`), 'a') : 'ignore'
+}
+
 export class Coordinator {
   child: ChildProcess | null = null
   processId = ''
@@ -103,7 +108,8 @@ export class Coordinator {
       fork(here('./coordinator-process.ts'), [], {
         execArgv: ['--import', 'tsx'],
         env: { ...this.env, PORT: String(this.port) },
-        stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+        // CLUSTER_LOG_DIR=<dir>: each coordinator's log lines go to coordinator-<index>.log there.
+        stdio: ['ignore', coordinatorLog(this.index), 'pipe', 'ipc'],
       }),
     )
     let errors = ''
@@ -130,6 +136,20 @@ export class Coordinator {
     const exited = new Promise((r) => child.once('exit', r))
     child.kill('SIGKILL')
     await exited
+  }
+
+  /**
+   * SIGSTOP for `ms`, then SIGCONT: a process that seems dead (a long pause, a host that froze)
+   * and then runs on, its lease lapsed meanwhile.
+   */
+  async pause(ms: number): Promise<void> {
+    const child = this.child
+    if (!child || !this.running) return
+    this.ready = false
+    child.kill('SIGSTOP')
+    await new Promise((r) => setTimeout(r, ms))
+    child.kill('SIGCONT')
+    this.ready = child.exitCode === null && child.signalCode === null
   }
 
   /** SIGTERM: resolves with the exit code once it drained and exited. */

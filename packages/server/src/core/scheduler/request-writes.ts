@@ -67,12 +67,22 @@ export async function createJob(
   })
 }
 
+/** A job row's statuses before it ended; an ended one changes no more. */
+const LIVE_JOB_STATUSES = ['pending', 'acked']
+
 export async function setJobStatus(core: CoreApp, jobId: string, status: string): Promise<void> {
   // A job row deleted with its request (cascade) has nothing left to update: no row, no event. A
   // failed write is not the request's: the job row is bookkeeping, the request settles anyway.
-  // One UPDATE: it commits by itself, no BEGIN/COMMIT around it.
+  // An ended job stays as it ended: a survivor that took the request over failed it, and the
+  // lapsed process hearing its node finish afterwards (its answer not settled) does not make it
+  // `completed`. One UPDATE: it commits by itself, no BEGIN/COMMIT around it.
   await withSingleWrite(core, (uow) =>
-    uow.update('node_jobs', (q) => q.set({ status, updated: nowDate() }).where('id', '=', jobId)),
+    uow.update('node_jobs', (q) =>
+      q
+        .set({ status, updated: nowDate() })
+        .where('id', '=', jobId)
+        .where('status', 'in', LIVE_JOB_STATUSES),
+    ),
   ).catch(() => {})
 }
 

@@ -99,6 +99,8 @@ export class Scheduler implements RegistryListener {
       awaySince: null,
       fullRun: null,
     }
+    const stale = this.byRequest.get(item.requestId)
+    if (stale) this.dropStale(stale)
     this.byRequest.set(item.requestId, work)
     this.queue.push(work)
     const position = this.queue.filter((w) => w.modelId === item.modelId).length - 1
@@ -492,16 +494,24 @@ export class Scheduler implements RegistryListener {
   }
 
   /**
+   * A request this process still had when it was queued again (a survivor failed it while this
+   * process was paused, and its user retried it here): the old attempt must not run beside the
+   * new one.
+   */
+  private dropStale(work: Work) {
+    const index = this.queue.indexOf(work)
+    if (index >= 0) this.queue.splice(index, 1)
+    this.giveUp(work, 'request queued again; its earlier attempt here stops')
+  }
+
+  /**
    * This process's lease lapsed (a long pause, a partition from Redis) and a survivor took the
    * request over: the survivor runs it and ends it, so this process stops its job and forgets it
    * without writing anything (failing it here would end the survivor's run; its hold is the
    * survivor's to settle or release).
    */
-  private giveUp(work: Work) {
-    log.warn(
-      { requestId: work.requestId },
-      'request taken over by another process; its job here stops',
-    )
+  private giveUp(work: Work, why = 'request taken over by another process; its job here stops') {
+    log.warn({ requestId: work.requestId }, why)
     const job = work.job
     this.release(work)
     if (job) this.registry.get(job.nodeId)?.send({ type: 'job_cancel', job_id: job.id })
