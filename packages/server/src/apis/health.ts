@@ -33,17 +33,30 @@ async function services(core: CoreApp) {
 }
 
 export function bindHealth(app: Hono, core: CoreApp) {
-  // PocketBase's shape. 503 when this process cannot serve, so a load balancer stops sending it
-  // traffic: the database is unreachable, or Redis is configured and unreachable (realtime
-  // events, job hand-off and shared limits all go through it).
+  // PocketBase's shape. 503 when this process cannot serve at all (its database is unreachable),
+  // so a load balancer stops sending it traffic. Redis unreachable is 200 with the outage named:
+  // every process shares that Redis, so a 503 would let a balancer that checks health take every
+  // process out at once, while each can still serve (records, sign-in, sends to its own nodes,
+  // rate limits counted in memory); realtime answers its own 503 meanwhile.
   app.get('/api/health', async (c) => {
     const { database, bus } = await services(core)
-    if (database && bus) return c.json({ message: 'API is healthy.', code: 200, data: {} })
-    const down = [!database && 'the database', !bus && 'Redis'].filter(Boolean).join(' and ')
-    return c.json(
-      { message: `API is not healthy: ${down} cannot be reached.`, code: 503, data: {} },
-      503,
-    )
+    if (!database) {
+      const also = bus ? '' : ' and Redis'
+      return c.json(
+        {
+          message: `API is not healthy: the database${also} cannot be reached.`,
+          code: 503,
+          data: {},
+        },
+        503,
+      )
+    }
+    if (bus) return c.json({ message: 'API is healthy.', code: 200, data: {} })
+    return c.json({
+      message: 'API is healthy, degraded: Redis cannot be reached.',
+      code: 200,
+      data: { degraded: ['redis'] },
+    })
   })
 
   app.get('/api/system/health', async (c) => {
