@@ -225,6 +225,30 @@ try {
   console.log(
     `  holds without an open request: ${inv.badHolds.length ? inv.badHolds.join('; ') : 'none'}`,
   )
+  if (process.env.CHAOS_TIMELINE) {
+    // Requests by the 5 s in which they were last updated, and how they ended.
+    const rows = await cluster.db.db.selectFrom('requests').select(['status', 'updated']).execute()
+    const buckets = new Map<string, Record<string, number>>()
+    for (const r of rows) {
+      const t = new Date(String(r.updated).replace(' ', 'T'))
+      t.setSeconds(t.getSeconds() - (t.getSeconds() % 5), 0)
+      const key = t.toISOString().slice(11, 19)
+      const b = buckets.get(key) ?? {}
+      b[String(r.status)] = (b[String(r.status)] ?? 0) + 1
+      buckets.set(key, b)
+    }
+    for (const key of [...buckets.keys()].sort())
+      console.log(`    ${key} ${JSON.stringify(buckets.get(key))}`)
+  }
+  const whyFailed = await cluster.db.db
+    .selectFrom('requests')
+    .select(['error_message'])
+    .select((eb) => eb.fn.countAll().as('n'))
+    .where('status', '=', 'failed')
+    .groupBy('error_message')
+    .execute()
+  for (const { error_message, n } of whyFailed)
+    console.log(`    failed ${String(n)}: ${String(error_message).slice(0, 100)}`)
   console.log(`  requests run twice:         ${ranTwice.length}`)
   for (const { request } of ranTwice) {
     const jobs = await cluster.db.db

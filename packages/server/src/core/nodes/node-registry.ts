@@ -38,6 +38,7 @@ export {
   type RegistryListener,
 } from './node-session.ts'
 import { log } from '../../tools/log.ts'
+import { PauseWatch } from '../../tools/pause-watch.ts'
 
 const nodesCollection = () => requireCollection('nodes')
 /** Heartbeats come every 5 s: one in twelve writes the row when nothing else changed. */
@@ -49,6 +50,7 @@ export const OFFLINE_GRACE_MS = 1000
 export class NodeRegistry {
   private sessions = new Map<string, NodeSession>()
   private timer: NodeJS.Timeout
+  private pauses: PauseWatch
   private unsubscribe: () => void
   listener: RegistryListener | null = null
   scores: ScoreListener | null = null
@@ -73,7 +75,9 @@ export class NodeRegistry {
       this.refreshDesiredState(nodeId, true)
       this.pinFor(nodeId)
     })
-    this.timer = setInterval(() => this.sweep(), Math.min(5000, heartbeatTimeoutMs / 2))
+    const sweepMs = Math.min(5000, heartbeatTimeoutMs / 2)
+    this.pauses = new PauseWatch(sweepMs)
+    this.timer = setInterval(() => this.sweep(), sweepMs)
     this.timer.unref()
     // What the owner changes reaches the node at once, on whichever process the change was made
     // (record events come over the bus); a deleted node loses its socket.
@@ -396,7 +400,8 @@ export class NodeRegistry {
   private leaving = new Map<string, NodeSession>()
 
   private sweep() {
-    const cutoff = Date.now() - this.heartbeatTimeoutMs
+    // Woken from a pause of this process: the nodes' heartbeats of meanwhile are still unread.
+    const cutoff = this.pauses.wasPaused() ? -Infinity : Date.now() - this.heartbeatTimeoutMs
     for (const s of this.sessions.values()) if (s.lastFrameAt < cutoff) s.ws.terminate()
     this.relayedCheck?.run()
     if (this.relay && !this.sweepingAbandoned) {

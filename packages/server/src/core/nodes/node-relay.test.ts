@@ -179,4 +179,23 @@ describe('node relay', () => {
     expect(a.relay.remote('n2')).toBeUndefined() // no presence for longer than the timeout
     expect(a.heard.gone).toEqual(['n1', 'n2', 'n2'])
   })
+
+  it('does not take its own pause for the other processes falling silent', async () => {
+    vi.useFakeTimers()
+    const bus = new MemoryBus()
+    const a = start(bus, 200)
+    const b = start(bus)
+    await vi.advanceTimersByTimeAsync(0)
+    const { session } = b.connect('n1')
+    await vi.advanceTimersByTimeAsync(100)
+    // A is paused for 5 s: its clock moves on, none of its timers runs.
+    vi.setSystemTime(Date.now() + 5000)
+    await vi.advanceTimersByTimeAsync(70) // the sweep, overdue, runs first on waking
+    expect(a.relay.remote('n1')).toBeDefined()
+    b.relay.announce(session) // what B said meanwhile is read after it
+    await vi.advanceTimersByTimeAsync(150)
+    expect(a.relay.remote('n1')).toBeDefined()
+    await vi.advanceTimersByTimeAsync(250) // and B really silent since: forgotten
+    expect(a.relay.remote('n1')).toBeUndefined()
+  })
 })

@@ -13,6 +13,7 @@ import type { Bus } from '../../tools/bus/bus.ts'
 import { newRecordId } from '../../tools/ids.ts'
 import { background } from '../../tools/background.ts'
 import type { JobFrame, NodeHandle, NodeSession } from './node-session.ts'
+import { PauseWatch } from '../../tools/pause-watch.ts'
 
 /** What the relay needs of the local registry. */
 export interface LocalNodes {
@@ -85,6 +86,7 @@ export class NodeRelay {
   private relayed = new Map<string, { origin: string } & Omit<RelayedJob, 'jobId'>>()
   private unsubscribe: Array<() => void>
   private timer: NodeJS.Timeout
+  private pauses: PauseWatch
   /** Draining: local nodes are announced full, so other processes offer them nothing new. */
   draining = false
 
@@ -98,7 +100,9 @@ export class NodeRelay {
       bus.subscribe(BROADCAST, (m) => this.onBroadcast(m as Broadcast)),
       bus.subscribe(direct(this.processId), (m) => this.onDirect(m as Direct)),
     ]
-    this.timer = setInterval(() => this.sweep(), Math.max(50, Math.min(5000, timeoutMs / 3)))
+    const sweepMs = Math.max(50, Math.min(5000, timeoutMs / 3))
+    this.pauses = new PauseWatch(sweepMs)
+    this.timer = setInterval(() => this.sweep(), sweepMs)
     this.timer.unref()
     // A process that starts asks the others for their nodes rather than wait for heartbeats.
     background(
@@ -305,6 +309,8 @@ export class NodeRelay {
   }
 
   private sweep() {
+    // Woken from a pause of this process: the other processes' announcements are still unread.
+    if (this.pauses.wasPaused()) return
     const cutoff = Date.now() - this.timeoutMs
     for (const node of [...this.remotes.values()])
       if (node.seenAt < cutoff) this.forget(node.nodeId)

@@ -43,9 +43,12 @@ import {
   type WorkItem,
 } from './work.ts'
 import { log } from '../../tools/log.ts'
+import { PauseWatch } from '../../tools/pause-watch.ts'
 import { newRecordId } from '../../tools/ids.ts'
 
 const OPEN = new Set<string>(OPEN_STATUSES)
+/** How often running jobs are looked at for silence and deadlines. */
+const STALL_CHECK_MS = 500
 
 export class Scheduler implements RegistryListener {
   /** Queued requests whose choice of a node failed on a database error, and how often. */
@@ -58,6 +61,7 @@ export class Scheduler implements RegistryListener {
   private pumping = false
   private pumpAgain = false
   private timer: NodeJS.Timeout
+  private pauses = new PauseWatch(STALL_CHECK_MS)
   private idleWaiters: Array<() => void> = []
   private closed = false
   /** Draining (graceful shutdown): nothing new goes out; what is queued goes to `handOff`. */
@@ -77,7 +81,7 @@ export class Scheduler implements RegistryListener {
   ) {
     registry.listener = this
     this.candidates = new CandidateCache(() => core.database.db, core.events, core.bus)
-    this.timer = setInterval(() => this.checkStalls(), 500)
+    this.timer = setInterval(() => this.checkStalls(), STALL_CHECK_MS)
     this.timer.unref()
   }
 
@@ -703,6 +707,8 @@ export class Scheduler implements RegistryListener {
   }
 
   private checkStalls() {
+    // Woken from a pause of this process: the nodes' frames of meanwhile are still unread.
+    if (this.pauses.wasPaused()) return
     // Requests waiting for nodes to come back fail once the wait is over, even if none does.
     if (this.queue.some((w) => w.awaySince !== null)) this.onCapacity()
     const now = Date.now()
