@@ -4,7 +4,10 @@
  * release, the conversation and the node, all in the caller's unit of work (one transaction, its
  * rows published once it commits). The guard is the request's
  * status: only a pending or processing request can be completed, failed or cancelled, so a second
- * settlement (retry, reconnect, duplicate frame, deletion) changes nothing. Amounts are units.
+ * settlement (retry, reconnect, duplicate frame, deletion) changes nothing. And it is still the hold
+ * that was read: on PostgreSQL the guarded UPDATE sees the row as it is when it runs, so a request
+ * failed and retried since the read (open again, a new hold) is not ended with the old hold's
+ * figure, which would leave the new hold held for ever. Amounts are units.
  */
 import { OPEN_REQUEST_STATUSES } from '@meshwork/protocol'
 import { sql } from 'kysely'
@@ -82,6 +85,7 @@ export async function settleRequest(
       })
       .where('id', '=', c.requestId)
       .where('status', 'in', OPEN_STATUSES)
+      .where('reserved', '=', request.reserved)
       .$if(c.owner !== undefined, (w) => w.where('lease_owner', '=', c.owner!)),
   )
   if (marked.length !== 1) return null
@@ -302,6 +306,7 @@ async function endReleasingHold(
       .set({ ...end, reserved: 0, is_partial: 0, updated: nowDate() })
       .where('id', '=', requestId)
       .where('status', 'in', OPEN_STATUSES)
+      .where('reserved', '=', request.reserved)
       .$if(owner !== undefined, (w) => w.where('lease_owner', '=', owner!)),
   )
   if (marked.length !== 1) return false
@@ -356,7 +361,8 @@ export async function cancelRequest(
         updated: now,
       })
       .where('id', '=', c.requestId)
-      .where('status', 'in', OPEN_STATUSES),
+      .where('status', 'in', OPEN_STATUSES)
+      .where('reserved', '=', request.reserved),
   )
   if (marked.length !== 1) return null
   const settled = await chargeAnswer(uow, request, c, node, { free: !produced })
