@@ -91,6 +91,8 @@ export class RedisLeases implements ProcessLeases {
       .get(key(this.processId))
       .set(key(this.processId), String(Date.now()), 'PX', this.ttlMs)
       .exec()
+    // A renewal Redis does not answer in time rejects above (the shared client's command
+    // timeout, app.ts): it failed, even if Redis writes it once it answers again.
     const [error, previous] = results?.[0] ?? [new Error('lease renewal was discarded'), null]
     if (error) throw error
     // Our own lease was gone: Redis lost its data (or we could not renew for a whole TTL).
