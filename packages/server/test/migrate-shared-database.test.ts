@@ -10,7 +10,7 @@ import { join } from 'node:path'
 import { sql } from 'kysely'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { openDatabase, type Database } from '../src/db/database.ts'
+import { openDatabase, type Database, type Db } from '../src/db/database.ts'
 import { MigrationError, migrateToLatest } from '../src/db/migrate.ts'
 import { randomString } from '../src/tools/ids.ts'
 
@@ -69,5 +69,11 @@ describe.runIf(url)('[postgres] migrating in a database shared with other schema
     await expect(migrateToLatest(database.db, schema).finally(restore)).rejects.toBeInstanceOf(
       MigrationError,
     )
+  })
+  it('migrations run without the timeouts that bound requests (db/postgres-pool.ts)', async () => {
+    const show = async (db: Db) =>
+      (await sql<{ statement_timeout: string }>`SHOW statement_timeout`.execute(db)).rows[0]
+    expect(await show(database.db)).toEqual({ statement_timeout: '5s' })
+    expect(await database.withoutTimeouts(show)).not.toEqual({ statement_timeout: '5s' })
   })
 })

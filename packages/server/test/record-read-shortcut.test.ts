@@ -151,4 +151,35 @@ describe('record-read shortcut', () => {
     await get(server, paths.getOne, { Authorization: token })
     expect(await counted()).toBe(before + 2)
   })
+  it('a database that cannot answer: the same 503 both ways, after one read', async () => {
+    // What the pool throws when PostgreSQL does not answer (db/postgres-pool.ts).
+    const silent = Object.assign(new Error('PostgreSQL did not answer within 7000 ms'), {
+      code: 'ETIMEDOUT',
+    })
+    const list = vi.spyOn(server.core.records, 'list').mockRejectedValue(silent)
+    const view = vi.spyOn(server.core.records, 'view').mockRejectedValue(silent)
+    const failed = vi.spyOn(log, 'error')
+    try {
+      for (const path of [paths.list, paths.getOne]) {
+        const { fast, hono, fastLine, honoLine } = await bothWays(path, { Authorization: token })
+        expect(fast.status).toBe(503)
+        expect(JSON.parse(fast.body)).toEqual({
+          status: 503,
+          message: 'The service is temporarily unavailable.',
+          data: {},
+        })
+        expect(comparable(fast, false)).toEqual(comparable(hono, false))
+        expect(line(fastLine)).toEqual(line(honoLine))
+        const [fastError, honoError] = failed.mock.calls.slice(-2)
+        expect(fastError).toEqual(honoError)
+      }
+      // Read once each way: the shortcut did not hand the request to Hono to wait again.
+      expect(list.mock.calls.length).toBe(2)
+      expect(view.mock.calls.length).toBe(2)
+    } finally {
+      list.mockRestore()
+      view.mockRestore()
+      failed.mockRestore()
+    }
+  })
 })

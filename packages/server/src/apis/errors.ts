@@ -29,10 +29,8 @@ export function onError(err: Error, c: Context) {
       ),
     )
   }
-  if (isUnavailable(err)) {
-    log.error({ method: c.req.method, path: c.req.path, err: err.message }, 'service unavailable')
-    return errorResponse(c, new ApiError(503, 'The service is temporarily unavailable.'))
-  }
+  const unavailable = unavailableError(err, c.req.method, c.req.path)
+  if (unavailable) return errorResponse(c, unavailable)
   log.error({ method: c.req.method, path: c.req.path, err }, 'unhandled error')
   return errorResponse(c, new ApiError(500, 'Something went wrong while processing your request.'))
 }
@@ -41,15 +39,27 @@ export function onNotFound(c: Context) {
   return errorResponse(c, new ApiError(404, "The requested resource wasn't found."))
 }
 
-/** The database (or another backend) cannot be reached right now: not the request's fault. */
+/**
+ * The 503 for an error that says the database (or another backend) cannot be reached right now,
+ * logged once; null for any other error. Not the request's fault: the client may try again.
+ */
+export function unavailableError(err: Error, method: string, path: string): ApiError | null {
+  if (!isUnavailable(err)) return null
+  log.error({ method, path, err: err.message }, 'service unavailable')
+  return new ApiError(503, 'The service is temporarily unavailable.')
+}
+
 function isUnavailable(err: Error): boolean {
   const code = String((err as { code?: unknown }).code ?? '')
   if (
     ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH'].includes(code)
   )
     return true
-  // PostgreSQL: connection exceptions (class 08) and the server shutting down (57P01-57P03).
-  if (/^08|^57P0[123]$/.test(code)) return true
+  // PostgreSQL: connection exceptions (class 08), the server shutting down (57P01-57P03), a
+  // statement it ended at statement_timeout (57014: waiting for a lock held too long), a session
+  // it ended at idle_in_transaction_session_timeout (25P03). A statement PostgreSQL did not answer
+  // at all fails with ETIMEDOUT (db/postgres-pool.ts).
+  if (/^08|^57P0[123]$|^57014$|^25P03$/.test(code)) return true
   return /Connection terminated|timeout exceeded when trying to connect|Connection is closed/i.test(
     err.message,
   )

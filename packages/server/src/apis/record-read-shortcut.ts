@@ -8,9 +8,10 @@
  * same bytes: headers in the same order, the same JSON, the same access line, request id and
  * metrics (test/record-read-shortcut.test.ts compares the two paths). It takes only what it can
  * answer exactly: GET, a path and host Hono would read as they are, no `fields` or `expand`, a URL
- * within the limits; and it answers only successes. Any error (unknown collection, a rule
- * refusing, a malformed filter) hands the request to Hono, which reads again and answers in its
- * own shape: a read changes nothing, so the second attempt costs only time, on error answers.
+ * within the limits; and it answers only successes, and a database that cannot answer (the 503
+ * Hono's error handler gives). Any other error (unknown collection, a rule refusing, a malformed
+ * filter) hands the request to Hono, which reads again and answers in its own shape: a read
+ * changes nothing, so the second attempt costs only time, on error answers.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { getQueryParam } from 'hono/utils/url'
@@ -20,6 +21,7 @@ import { background } from '../tools/background.ts'
 import { log, withRequestId } from '../tools/log.ts'
 import { urlHasNul } from '../tools/nul.ts'
 import { logRequest, requestIdFor } from './access-log.ts'
+import { unavailableError } from './errors.ts'
 import { checkUrl } from './input-limits.ts'
 import { COMMON_HEADERS } from './security-headers.ts'
 import type { Metrics } from './metrics.ts'
@@ -65,21 +67,29 @@ export function createRecordReadShortcut(
   const answer = async (
     req: IncomingMessage,
     res: ServerResponse,
-    name: string,
-    id: string | undefined,
+    path: string,
+    [name, id]: [string, string | undefined],
     query: Record<string, string>,
   ) => {
     const start = performance.now()
     const reqId = requestIdFor(header(req, 'x-request-id'))
+    const route = id === undefined ? RECORDS_ROUTE : RECORD_ROUTE
+    let status = 200
     let body: string
     try {
       body = await withRequestId(reqId, () => read(req, name, id, query))
-    } catch {
-      return hono(req, res)
+    } catch (err) {
+      // A database that cannot answer is answered here, as the Hono route would: reading again
+      // there waited as long again for a database that does not answer (twice the bound, twice
+      // the pool's connections held meanwhile).
+      const unavailable = withRequestId(reqId, () => unavailableError(err as Error, 'GET', path))
+      if (!unavailable) return hono(req, res)
+      status = unavailable.status
+      body = JSON.stringify(unavailable.toJSON())
     }
     // The order of the Hono path: the common headers server.ts sets there, Hono's Headers
     // (sorted, lower case), then the length node-server adds.
-    res.writeHead(200, [
+    res.writeHead(status, [
       ...COMMON_HEADERS,
       'content-type',
       'application/json',
@@ -89,9 +99,8 @@ export function createRecordReadShortcut(
       String(Buffer.byteLength(body)),
     ])
     res.end(body)
-    const route = id === undefined ? RECORDS_ROUTE : RECORD_ROUTE
-    logRequest(log, reqId, 'GET', route, 200, start)
-    metrics?.observe('GET', route, 200, start)
+    logRequest(log, reqId, 'GET', route, status, start)
+    metrics?.observe('GET', route, status, start)
   }
 
   return {
@@ -114,7 +123,7 @@ export function createRecordReadShortcut(
       }
       const query = (getQueryParam(url) ?? {}) as Record<string, string>
       if ('fields' in query || 'expand' in query) return false
-      background(answer(req, res, match[1], match[2], query), 'HTTP request')
+      background(answer(req, res, path, [match[1], match[2]], query), 'HTTP request')
       return true
     },
   }

@@ -106,10 +106,12 @@ const config = configFromEnv()
 // `npm run admin -w @meshwork/server` runs inside packages/server; a relative data directory means
 // the directory npm was started from (INIT_CWD), where `npm start` keeps its ./data too.
 config.dataDir = resolve(process.env.INIT_CWD ?? process.cwd(), config.dataDir)
+// An operator's command may take longer than a request may (an audit of a large ledger).
 const database = await openDatabase({
   url: config.databaseUrl,
   dataDir: config.dataDir,
   schema: config.databaseSchema,
+  noTimeouts: true,
 })
 let code = 0
 try {

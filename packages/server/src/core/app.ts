@@ -40,31 +40,21 @@ export interface CoreApp {
   close(): Promise<void>
 }
 
-/** How long a command on the shared Redis connection may wait for its answer. */
-const REDIS_COMMAND_TIMEOUT_MS = 1000
-
 export async function createCore(config: Config): Promise<CoreApp> {
   const database = await openDatabase({
     url: config.databaseUrl,
     dataDir: config.dataDir,
     schema: config.databaseSchema,
   })
-  await migrateToLatest(database.db, config.databaseSchema)
+  // Without the pool's timeouts: a migration may rewrite a large table, or wait for another
+  // process's migration (Kysely's migrator takes a lock).
+  await database.withoutTimeouts((db) => migrateToLatest(db, config.databaseSchema))
   const secret = config.secret ?? (await getOrCreateSetting(database.db, 'auth_secret', newSecret))
   const tokens: TokenConfig = { secret, ttlSeconds: config.tokenTtlSeconds }
   const prefix = `${config.redisPrefix ?? 'meshwork'}:`
   const bus: Bus = config.redisUrl ? new RedisBus(config.redisUrl, prefix) : new MemoryBus()
-  // Every command gives up after REDIS_COMMAND_TIMEOUT_MS: a Redis that keeps the connection open
-  // and answers nothing (frozen, or cut off by a partition: nothing closes the socket) kept each
-  // caller waiting until the thaw; a graceful shutdown (handing the queue off, giving the lease up)
-  // never ended. A timed-out lease renewal is a failed one (leases.ts: nobody is taken for dead
-  // for a TTL after it); the realtime directory answers 503. The bus has connections of its own.
   const redis = config.redisUrl
-    ? new Redis(config.redisUrl, {
-        keyPrefix: prefix,
-        maxRetriesPerRequest: 2,
-        commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
-      })
+    ? new Redis(config.redisUrl, { keyPrefix: prefix, maxRetriesPerRequest: 2 })
     : undefined
   // Connection errors surface through the calls that need Redis and health; ioredis reconnects.
   redis?.on('error', () => {})

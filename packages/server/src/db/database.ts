@@ -15,7 +15,7 @@ import {
 } from 'kysely'
 import pg from 'pg'
 import { likeMatch, type LikeBudget } from '../tools/filter/values.ts'
-import { log } from '../tools/log.ts'
+import { CONNECT_TIMEOUT_MS, postgresPool } from './postgres-pool.ts'
 
 export type Dialect = 'sqlite' | 'postgres'
 
@@ -37,6 +37,12 @@ export interface Database {
   readNow?(query: CompiledQuery): Record<string, unknown>[] | undefined
   /** A cheap round trip, for health checks. */
   ping(): Promise<boolean>
+  /**
+   * Runs `work` without the statement and query timeouts of `db` (db/postgres-pool.ts): on
+   * PostgreSQL, on a connection of its own, closed after it. For migrations, which may rewrite
+   * large tables or wait for another process's migration. SQLite has no such timeouts.
+   */
+  withoutTimeouts<T>(work: (db: Db) => Promise<T>): Promise<T>
   close(): Promise<void>
 }
 
@@ -48,10 +54,18 @@ export interface DatabaseOptions {
   schema?: string
   /** SQLite file name inside dataDir, or ':memory:'. */
   file?: string
+  /**
+   * PostgreSQL: no statement or query timeout (db/postgres-pool.ts). For the admin commands, long
+   * work an operator starts and can stop: an audit of a large ledger takes longer than a request
+   * may.
+   */
+  noTimeouts?: boolean
 }
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
-  return options.url ? openPostgres(options.url, options.schema) : openSqlite(options)
+  return options.url
+    ? openPostgres(options.url, options.schema, options.noTimeouts ?? false)
+    : openSqlite(options)
 }
 
 function openSqlite(options: DatabaseOptions): Database {
@@ -94,6 +108,7 @@ function openSqlite(options: DatabaseOptions): Database {
         return false
       }
     },
+    withoutTimeouts: (work) => work(db),
     close: () => db.destroy(),
   }
 }
@@ -117,13 +132,20 @@ class TransactionalDdlSqliteDialect extends SqliteDialect {
   }
 }
 
-async function openPostgres(url: string, schema?: string): Promise<Database> {
+async function openPostgres(
+  url: string,
+  schema: string | undefined,
+  noTimeouts: boolean,
+): Promise<Database> {
   // COUNT(*) and SUM() come back as int8/numeric strings by default; our numbers fit in a double.
   pg.types.setTypeParser(20, (v) => Number(v))
   pg.types.setTypeParser(1700, (v) => Number(v))
   if (schema) {
     if (!/^[a-z_][a-z0-9_]*$/.test(schema)) throw new Error(`Invalid schema name: ${schema}`)
-    const setup = new pg.Client({ connectionString: url })
+    const setup = new pg.Client({
+      connectionString: url,
+      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    })
     await setup.connect()
     try {
       await setup.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`)
@@ -131,29 +153,8 @@ async function openPostgres(url: string, schema?: string): Promise<Database> {
       await setup.end()
     }
   }
-  // The search path is a startup option of every connection, so no query can run before it.
-  // A connection attempt gives up after 5 s (the default waits for ever), so a query or a health
-  // check fails instead of hanging while PostgreSQL is unreachable.
-  const pool = new pg.Pool({
-    connectionString: url,
-    max: 10,
-    connectionTimeoutMillis: 5000,
-    ...(schema ? { options: `-c search_path=${schema}` } : {}),
-  })
-  // An idle connection that breaks (PostgreSQL restarted, the network cut) is dropped by the pool;
-  // without a listener its 'error' event would end the process.
-  // Its message and code only: pg's error carries the whole client (several KB a line).
-  pool.on('error', (err) =>
-    log.error(
-      { err: { message: err.message, code: (err as { code?: string }).code } },
-      'PostgreSQL connection lost',
-    ),
-  )
-  // The pool listens only to idle connections: one that breaks while checked out (between a
-  // transaction's statements, or just as its query failed) emitted 'error' with no listener, an
-  // uncaught exception that ended the process. Its query (or the next one) fails and is reported
-  // by its caller; the pool drops the connection when it comes back.
-  pool.on('connect', (client) => client.on('error', () => {}))
+  const bounded = !noTimeouts
+  const pool = postgresPool(url, { schema, max: 10, bounded })
   const statements = { count: 0 }
   const db: Db = new Kysely({
     dialect: new PostgresDialect({ pool }),
@@ -169,6 +170,20 @@ async function openPostgres(url: string, schema?: string): Promise<Database> {
         return true
       } catch {
         return false
+      }
+    },
+    async withoutTimeouts(work) {
+      if (!bounded) return work(db)
+      const unbounded: Db = new Kysely({
+        dialect: new PostgresDialect({
+          pool: postgresPool(url, { schema, max: 1, bounded: false }),
+        }),
+        log: countStatements(statements),
+      })
+      try {
+        return await work(unbounded)
+      } finally {
+        await unbounded.destroy()
       }
     },
     close: () => db.destroy(),
