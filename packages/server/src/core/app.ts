@@ -40,6 +40,9 @@ export interface CoreApp {
   close(): Promise<void>
 }
 
+/** How long a command on the shared Redis connection may wait for its answer. */
+const REDIS_COMMAND_TIMEOUT_MS = 1000
+
 export async function createCore(config: Config): Promise<CoreApp> {
   const database = await openDatabase({
     url: config.databaseUrl,
@@ -53,8 +56,17 @@ export async function createCore(config: Config): Promise<CoreApp> {
   const tokens: TokenConfig = { secret, ttlSeconds: config.tokenTtlSeconds }
   const prefix = `${config.redisPrefix ?? 'meshwork'}:`
   const bus: Bus = config.redisUrl ? new RedisBus(config.redisUrl, prefix) : new MemoryBus()
+  // Every command gives up after REDIS_COMMAND_TIMEOUT_MS: a Redis that keeps the connection open
+  // and answers nothing (frozen, or cut off by a partition: nothing closes the socket) kept each
+  // caller waiting until the thaw; a graceful shutdown (handing the queue off, giving the lease up)
+  // never ended. A timed-out lease renewal is a failed one (leases.ts: nobody is taken for dead
+  // for a TTL after it); the realtime directory answers 503. The bus has connections of its own.
   const redis = config.redisUrl
-    ? new Redis(config.redisUrl, { keyPrefix: prefix, maxRetriesPerRequest: 2 })
+    ? new Redis(config.redisUrl, {
+        keyPrefix: prefix,
+        maxRetriesPerRequest: 2,
+        commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
+      })
     : undefined
   // Connection errors surface through the calls that need Redis and health; ioredis reconnects.
   redis?.on('error', () => {})
