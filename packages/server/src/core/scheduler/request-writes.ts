@@ -2,6 +2,7 @@
  * @module The scheduler's database writes for one request and its jobs, each one unit of work
  * (records/unit-of-work.ts): its rows are published as record events once it commits.
  */
+import { OPEN_REQUEST_STATUSES } from '@meshwork/protocol'
 import type { CoreApp } from '../app.ts'
 import type { Row } from '../records/serialize.ts'
 import { nowDate } from '../../tools/dates.ts'
@@ -135,6 +136,9 @@ export async function settleAndPublish(
     try {
       const settled = await withUnitOfWork(core, (uow) => settleRequest(uow, completion))
       if (settled) return 'settled'
+      // An earlier try may have committed with its answer lost on the way back: its events were
+      // never published, and the user's screen would show the request running until a reload.
+      if (attempt > 0) await republishEnded(core, completion.requestId)
       return (await loadRequestRow(core, completion.requestId)) ? 'ended' : 'deleted'
     } catch (err) {
       const wait = SETTLE_RETRY_MS[attempt]
@@ -143,6 +147,26 @@ export async function settleAndPublish(
       await new Promise((r) => setTimeout(r, wait))
     }
   }
+}
+
+/** Publishes an ended request's row and its user's balance as they are stored now. */
+async function republishEnded(core: CoreApp, requestId: string): Promise<void> {
+  await withUnitOfWork(core, async (uow) => {
+    const request = await uow.trx
+      .selectFrom('requests')
+      .selectAll()
+      .where('id', '=', requestId)
+      .executeTakeFirst()
+    if (!request || (OPEN_REQUEST_STATUSES as readonly string[]).includes(String(request.status)))
+      return
+    uow.changed('update', 'requests', request)
+    const balance = await uow.trx
+      .selectFrom('user_balances')
+      .selectAll()
+      .where('user', '=', String(request.user))
+      .executeTakeFirst()
+    if (balance) uow.changed('update', 'user_balances', balance)
+  })
 }
 
 /**
