@@ -55,7 +55,15 @@ describe.each(dialects)(
     let stories: string
     let node: GatedNode
     beforeAll(async () => {
-      server = await startTestServer(dialect, {}, { network: { scheduler: { stallMs: 120_000 } } })
+      server = await startTestServer(
+        dialect,
+        {},
+        {
+          // Each step's own fence is what is shown here, not the periodic check (running-check.ts,
+          // sweep-ended-elsewhere.test.ts) that would often find the claim first.
+          network: { scheduler: { stallMs: 120_000, runningCheckMs: 600_000 } },
+        },
+      )
       stories = await modelId(server)
       const owner = await signUp(server, 'provider')
       const { nodeId, credential } = await linkNode(server, owner)

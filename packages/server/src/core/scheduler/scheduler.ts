@@ -44,6 +44,7 @@ import {
 } from './work.ts'
 import { log } from '../../tools/log.ts'
 import { PauseWatch } from '../../tools/pause-watch.ts'
+import { endedElsewhere } from './running-check.ts'
 import { newRecordId } from '../../tools/ids.ts'
 
 const OPEN = new Set<string>(OPEN_STATUSES)
@@ -62,6 +63,8 @@ export class Scheduler implements RegistryListener {
   private pumpAgain = false
   private timer: NodeJS.Timeout
   private pauses = new PauseWatch(STALL_CHECK_MS)
+  private lastRunningCheck = Date.now()
+  private checkingRunning = false
   private idleWaiters: Array<() => void> = []
   private closed = false
   /** Draining (graceful shutdown): nothing new goes out; what is queued goes to `handOff`. */
@@ -502,10 +505,10 @@ export class Scheduler implements RegistryListener {
    * process was paused, and its user retried it here): the old attempt must not run beside the
    * new one.
    */
-  private dropStale(work: Work) {
+  private dropStale(work: Work, why = 'request queued again; its earlier attempt here stops') {
     const index = this.queue.indexOf(work)
     if (index >= 0) this.queue.splice(index, 1)
-    this.giveUp(work, 'request queued again; its earlier attempt here stops')
+    this.giveUp(work, why)
   }
 
   /**
@@ -522,6 +525,8 @@ export class Scheduler implements RegistryListener {
     this.onCapacity()
     work.ending = true
     this.forget(work)
+    // A canary ended elsewhere is void here: its node is neither judged nor kept waiting for it.
+    if (work.canary) background(work.canary.done(null, 0), 'voiding a canary ended elsewhere')
   }
 
   /** The growing response goes out as an update event of the in-memory row: no database write. */
@@ -712,6 +717,10 @@ export class Scheduler implements RegistryListener {
     // Requests waiting for nodes to come back fail once the wait is over, even if none does.
     if (this.queue.some((w) => w.awaySince !== null)) this.onCapacity()
     const now = Date.now()
+    if (now - this.lastRunningCheck >= this.options.runningCheckMs) {
+      this.lastRunningCheck = now
+      this.checkRunning()
+    }
     for (const work of [...this.byJob.values()]) {
       const job = work.job
       if (!job) continue
@@ -719,6 +728,27 @@ export class Scheduler implements RegistryListener {
       if (now - job.lastActivity > limit) this.reassign(work, ATTEMPT_ENDED.stalled, 'stalled')
       else if (now > job.deadline) this.reassign(work, ATTEMPT_ENDED.slow, 'stalled')
     }
+  }
+
+  /** Stops what was ended behind this process's back (running-check.ts); one check at a time. */
+  private checkRunning() {
+    if (this.checkingRunning || this.closed) return
+    const works = [...this.byRequest.values()].filter((w) => !w.ending)
+    if (!works.length) return
+    this.checkingRunning = true
+    const ids = works.map((w) => w.requestId)
+    const check = endedElsewhere(this.core.database.db, ids, this.core.processId)
+      .then((stopped) => {
+        for (const work of works) {
+          if (!stopped.has(work.requestId) || work.ending) continue
+          if (this.byRequest.get(work.requestId) !== work) continue
+          this.dropStale(work, 'request ended or taken over elsewhere; its attempt here stops')
+        }
+      })
+      .finally(() => {
+        this.checkingRunning = false
+      })
+    background(check, 'checking the running requests against the database')
   }
 
   /** The request's last database work: once it is done, the scheduler no longer has it. */

@@ -8,6 +8,7 @@ import type { Row } from '../records/serialize.ts'
 import type { CoalescedPublisher } from './coalesced-publisher.ts'
 import { defaultDeadlineOptions, type DeadlineOptions } from './job-deadline.ts'
 import { JOB_REJECT_REASONS } from '@meshwork/protocol'
+import { RUNNING_CHECK_MS } from './running-check.ts'
 
 export interface SchedulerOptions {
   /** Minimum time between two partial-response publishes of one request (~20/s). */
@@ -30,6 +31,8 @@ export interface SchedulerOptions {
    * died, and the agent is reconnecting through the balancer). It fails retryable after that.
    */
   reconnectWaitMs: number
+  /** How often the requests this process has are checked against the database (running-check.ts). */
+  runningCheckMs: number
   random: () => number
 }
 
@@ -43,6 +46,7 @@ export const defaultSchedulerOptions: SchedulerOptions = {
   canaryWaitMs: 60_000,
   // The agent's backoff starts at 0.5 s and grows to 10 s.
   reconnectWaitMs: 10_000,
+  runningCheckMs: RUNNING_CHECK_MS,
   random: Math.random,
 }
 
