@@ -44,6 +44,8 @@ export class Takeover {
   private sweeping: Promise<number> | null = null
   private again = false
   private closed = false
+  /** Sweeps are failing: logged once, until one works again. */
+  private failing = false
   private unsubscribe: () => void
 
   constructor(
@@ -94,10 +96,19 @@ export class Takeover {
       let total = 0
       do {
         this.again = false
-        total += await this.sweepOnce().catch((err) => {
-          if (!this.closed) log.error({ err }, 'request takeover failed')
-          return 0
-        })
+        total += await this.sweepOnce().then(
+          (taken) => {
+            if (this.failing) log.info('request takeover works again')
+            this.failing = false
+            return taken
+          },
+          (err) => {
+            // Once per run of failures (Redis or the database away): not every 2 s of an outage.
+            if (!this.closed && !this.failing) log.error({ err }, 'request takeover failed')
+            this.failing = true
+            return 0
+          },
+        )
       } while (this.again && !this.closed)
       return total
     })().finally(() => {
