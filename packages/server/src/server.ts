@@ -82,6 +82,8 @@ export interface ServerExtras {
  * sends (realtime, an answer) is not concerned: its request arrived whole at once.
  */
 const REQUEST_TIMEOUT_MS = 30_000
+/** How long closing waits for the requests being answered before it cuts them off. */
+const CLOSE_WAIT_MS = 3000
 
 const defaultWebDist = fileURLToPath(new URL('../../web/dist', import.meta.url))
 
@@ -165,7 +167,14 @@ export async function startServer(
     // How often Node looks for requests past their deadline (its default is 30 s).
     connectionsCheckingInterval: Math.min(2_000, Math.max(100, requestTimeout / 4)),
   }
+  // Requests being answered: closing waits for them (a bounded moment) before the database goes.
+  let answering = 0
+  let answered: (() => void) | null = null
   const http = createHttpServer(httpLimits, (req, res) => {
+    answering++
+    res.once('close', () => {
+      if (--answering === 0) answered?.()
+    })
     // Draining: clients (and balancers) reconnect elsewhere for their next request.
     if (draining) res.setHeader('Connection', 'close')
     // It sends the common headers itself, or gives the request to Hono (throughHono sets them).
@@ -214,8 +223,21 @@ export async function startServer(
       network.close()
       realtime.stop()
       openai.close()
+      // Requests still being answered finish first (up to CLOSE_WAIT_MS): closing the database
+      // under them answered a send in flight with a 500 ("driver has already been destroyed").
+      const closed = new Promise<void>((resolve) => http.close(() => resolve()))
+      http.closeIdleConnections()
+      if (answering > 0) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, CLOSE_WAIT_MS)
+          answered = () => {
+            clearTimeout(timer)
+            resolve()
+          }
+        })
+      }
       http.closeAllConnections()
-      await new Promise<void>((resolve) => http.close(() => resolve()))
+      await closed
       await core.close()
     },
   }
