@@ -6,7 +6,6 @@
  * (`redis-server --save '' --appendonly no` on a free port) and never touches TEST_REDIS_URL's.
  * Runs when TEST_DATABASE_URL and TEST_REDIS_URL are set (CI sets both).
  */
-import { spawn, type ChildProcess } from 'node:child_process'
 import { sql } from 'kysely'
 import pg from 'pg'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
@@ -15,45 +14,13 @@ import { signUp, startTestServer, type TestServer } from '../harness.ts'
 import { postJson, servingNode, waitUntil } from '../support/network.ts'
 import { balanceOf, expectAuditPasses } from '../support/ledger.ts'
 import { freePort } from '../support/cluster.ts'
+import { OwnRedis } from '../support/own-redis.ts'
 import { filtered, openStream, postSubscriptions } from '../support/sse.ts'
 
 const redisUrl = process.env.TEST_REDIS_URL
 const databaseUrl = process.env.TEST_DATABASE_URL
 if (!redisUrl || !databaseUrl)
   console.log('sweep-outages.test.ts: skipped (set TEST_DATABASE_URL and TEST_REDIS_URL)')
-
-/** A Redis of the test's own, without persistence: killed, it comes back empty (as in production
- * without AOF/RDB), so every lease, limit count and realtime entry is gone. */
-class OwnRedis {
-  private proc: ChildProcess | null = null
-  constructor(readonly port: number) {}
-
-  get url() {
-    return `redis://127.0.0.1:${this.port}`
-  }
-
-  async start() {
-    const args = ['--port', String(this.port), '--save', '', '--appendonly', 'no']
-    const proc = spawn('/usr/bin/redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] })
-    this.proc = proc
-    await new Promise<void>((resolve, reject) => {
-      let out = ''
-      proc.stdout!.on('data', (d) => {
-        out += String(d)
-        if (out.includes('Ready to accept')) resolve()
-      })
-      proc.once('exit', (code) => reject(new Error(`redis-server exited (${code}): ${out}`)))
-    })
-  }
-
-  async kill() {
-    const proc = this.proc
-    if (!proc || proc.exitCode !== null || proc.signalCode) return
-    const gone = new Promise((resolve) => proc.once('exit', resolve))
-    proc.kill('SIGKILL')
-    await gone
-  }
-}
 
 const network = {
   heartbeatTimeoutMs: 3000,
