@@ -134,10 +134,18 @@ export class Scheduler implements RegistryListener {
     background(this.pump(), 'scheduler pump')
   }
 
+  /**
+   * The node's socket closed: its jobs go to other nodes. The loss counts as one failure however
+   * many jobs it held. Counted per job, one crash of an agent running three jobs benched an honest
+   * node for 5 minutes (npm run chaos killing agents left no node at all); a node dropping on
+   * purpose still pays a failure per disconnect, and is benched after three.
+   */
   onNodeGone(nodeId: string): void {
-    for (const work of [...this.byJob.values()]) {
-      if (work.job?.nodeId === nodeId) this.reassign(work, ATTEMPT_ENDED.offline, 'dropped')
-    }
+    const dropped = [...this.byJob.values()].filter((work) => work.job?.nodeId === nodeId)
+    // A canary's loss is the one held against the node: that also fails the canary.
+    dropped.sort((a, b) => Number(b.canary) - Number(a.canary))
+    for (const [i, work] of dropped.entries())
+      this.reassign(work, ATTEMPT_ENDED.offline, i === 0 ? 'dropped' : null)
     this.onCapacity()
   }
 
