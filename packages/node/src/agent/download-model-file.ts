@@ -107,14 +107,19 @@ async function downloadOnce(o: DownloadModelFileOptions): Promise<string> {
   )
   const headers: Record<string, string> = { ...o.headers }
   if (have > 0) headers.range = `bytes=${have}-`
-  const res = await fetch(o.url, { headers, signal: o.signal }).catch((err: unknown) => {
-    if (o.signal?.aborted) throw err
-    throw new DownloadHttpError(
-      0,
-      `Could not reach ${new URL(o.url).origin} to download ${o.fileName}: ${describeNetworkError(err)}.`,
-      { cause: err },
-    )
-  })
+  // An honest coordinator streams the file itself (model-download.ts). A redirect would point the
+  // agent at any address, the owner's own network included, and the answer's start would go back
+  // to the coordinator in error_message: none is followed.
+  const res = await fetch(o.url, { headers, signal: o.signal, redirect: 'manual' }).catch(
+    (err: unknown) => {
+      if (o.signal?.aborted) throw err
+      throw new DownloadHttpError(
+        0,
+        `Could not reach ${new URL(o.url).origin} to download ${o.fileName}: ${describeNetworkError(err)}.`,
+        { cause: err },
+      )
+    },
+  )
 
   let offset = 0
   if (res.status === 206 && have > 0) offset = have
@@ -122,6 +127,12 @@ async function downloadOnce(o: DownloadModelFileOptions): Promise<string> {
     // The partial file already holds every byte: only verification is left.
     await res.body?.cancel()
     return verifyAndFinish(o, part, await hashFile(part))
+  } else if (res.status >= 300 && res.status < 400) {
+    await res.body?.cancel()
+    throw new DownloadHttpError(
+      res.status,
+      `Download failed: the coordinator answered with a redirect (HTTP ${res.status}); the agent downloads only from the coordinator itself`,
+    )
   } else if (res.status !== 200) {
     throw new DownloadHttpError(res.status, `Download failed: ${await refusal(res)}`)
   }

@@ -47,11 +47,14 @@ export class LinkStartError extends Error {
 /** Runs the whole flow; resolves with the node's id and credential. */
 export async function linkDevice(options: LinkDeviceOptions): Promise<LinkedDevice> {
   const { server, signal } = options
+  // No redirect is followed: one would carry the flow's posts (their bodies chosen by the server)
+  // to any address, the owner's own network included. The node's WebSocket follows none either.
   const post = (path: string, body: unknown) =>
     fetch(new URL(path, server), {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify(body),
+      redirect: 'manual',
       signal,
     })
 
@@ -69,6 +72,12 @@ export async function linkDevice(options: LinkDeviceOptions): Promise<LinkedDevi
     await res.body?.cancel()
     throw new LinkStartError(
       `${origin} is not a Meshwork server (it answered HTTP ${res.status} to /api/auth/start-flow)`,
+    )
+  }
+  if (res.status >= 300 && res.status < 400) {
+    await res.body?.cancel()
+    throw new LinkStartError(
+      `${origin} answered with a redirect (HTTP ${res.status}): log in with the coordinator's own address`,
     )
   }
   if (!res.ok)

@@ -1,0 +1,87 @@
+/**
+ * The agent as the victim of the coordinator it talks to (a phishing URL typed at login, a
+ * compromised server, a man in the middle on plain http): what such a server answers must not
+ * reach past the node's own work on the owner's machine or network.
+ */
+import { mkdtemp, rm } from 'node:fs/promises'
+import { createServer, type IncomingMessage, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { downloadModelFile } from '../src/agent/download-model-file.ts'
+import { isTransient } from '../src/agent/model-manager.ts'
+import { LinkStartError, linkDevice } from '../src/auth/link-device.ts'
+
+async function listen(server: Server, host = '127.0.0.1'): Promise<string> {
+  await new Promise<void>((r) => server.listen(0, host, r))
+  return `http://${host}:${(server.address() as AddressInfo).port}`
+}
+
+/** A device on the owner's network (a router's admin page) that answers with a secret. */
+async function startDeviceOnTheLan() {
+  const requests: IncomingMessage[] = []
+  const server = createServer((req, res) => {
+    requests.push(req)
+    res
+      .writeHead(403, { 'content-type': 'application/json' })
+      .end(JSON.stringify({ message: 'router admin password: hunter2' }))
+  })
+  return { url: await listen(server, '127.0.0.2'), requests, close: () => closeServer(server) }
+}
+
+/** A coordinator that answers every request with a redirect to `target`. */
+async function startRedirectingCoordinator(target: string, status = 307) {
+  const server = createServer((_req, res) => res.writeHead(status, { location: target }).end())
+  return { url: await listen(server), close: () => closeServer(server) }
+}
+
+function closeServer(server: Server) {
+  server.closeAllConnections()
+  return new Promise<void>((r) => server.close(() => r()))
+}
+
+describe('a coordinator that redirects the agent to the owner’s network', () => {
+  let dir = ''
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'mw-hostile-coord-'))
+  })
+  afterAll(() => rm(dir, { recursive: true, force: true }))
+
+  it('a download follows no redirect: the device is never asked, its answer never reported', async () => {
+    const device = await startDeviceOnTheLan()
+    const coordinator = await startRedirectingCoordinator(`${device.url}/admin`, 302)
+    const err = await downloadModelFile({
+      url: `${coordinator.url}/api/models/m1/download`,
+      headers: { authorization: 'Bearer n1.secret' },
+      directory: dir,
+      fileName: 'm.gguf',
+      sha256: 'a'.repeat(64),
+      sizeBytes: 1000,
+      attempts: 1,
+    }).catch((e: unknown) => e)
+    await coordinator.close()
+    await device.close()
+    expect(device.requests).toHaveLength(0)
+    // The error becomes model_status.error_message, which goes back to the coordinator.
+    expect((err as Error).message).not.toContain('hunter2')
+    expect((err as Error).message).toMatch(/redirect/)
+    expect(err).toMatchObject({ name: 'DownloadHttpError', status: 302 })
+    expect(isTransient(err)).toBe(false)
+  })
+
+  it('the link flow follows no redirect: nothing is posted to the device', async () => {
+    const device = await startDeviceOnTheLan()
+    const coordinator = await startRedirectingCoordinator(`${device.url}/api/set`)
+    const err = await linkDevice({
+      server: coordinator.url,
+      deviceName: 'laptop',
+      onApproveUrl: () => {},
+    }).catch((e: unknown) => e)
+    await coordinator.close()
+    await device.close()
+    expect(device.requests).toHaveLength(0)
+    expect(err).toBeInstanceOf(LinkStartError)
+    expect((err as Error).message).toMatch(/redirect/)
+  })
+})
