@@ -23,6 +23,15 @@ export const chatSendBodySchema = z.object({
   model_id: z.string().min(1),
   prompt: z.string().refine((prompt) => prompt.trim() !== ''),
   temperature: temperatureSchema,
+  /**
+   * The id the client chose for the request (a record id: 15 of a-z and 0-9). Sending the same
+   * message again with it, after an answer that never came, answers the request already stored
+   * instead of charging the message twice.
+   */
+  request_id: z
+    .string()
+    .regex(/^[a-z0-9]{15}$/)
+    .optional(),
 })
 export type ChatSendBody = z.infer<typeof chatSendBodySchema>
 

@@ -13,12 +13,16 @@ export interface SendChatInput {
   model_id: string
   prompt: string
   temperature: number
+  /** The id this message's request gets: sent again with it, the message is not charged twice. */
+  request_id?: string
 }
 
 export interface SendChatResult {
   request_id: string
   status: 'queued'
   position: number
+  /** An earlier send of the same message had stored the request. */
+  repeated?: true
 }
 
 export interface QuoteInput {

@@ -29,6 +29,8 @@ import { buildPrompt, type Turn } from './build-prompt.ts'
 import { quoteMessage, type QuoteAnswer } from './chat-quote.ts'
 import { conversationHistory, exactError, ownConversation, ownRequest } from './chat-records.ts'
 import { touchConversation } from './conversation-activity.ts'
+import { earlierSend, requestIdTaken } from './repeated-send.ts'
+import { isUniqueViolation } from '../../db/unique-violation.ts'
 import { cachedConfig } from './sampling-defaults.ts'
 import { stopRequest } from './stop-request.ts'
 
@@ -42,6 +44,8 @@ export interface SendAnswer {
   request_id: string
   status: 'queued'
   position: number
+  /** An earlier send of the same message had stored the request (repeated-send.ts). */
+  repeated?: true
 }
 
 export { exactError }
@@ -88,6 +92,8 @@ export class ChatService {
     if (!user) throw unauthorized()
     const db = this.core.database.db
     const conversation = await ownConversation(db, user, input.conversation_id)
+    const earlier = await earlierSend(db, user, input)
+    if (earlier) return earlier
     const multiplierUnits = await this.availableModel(input.model_id)
     const history = await conversationHistory(db, String(conversation.id))
     // The body's temperature wins; otherwise the conversation's own (spec section 1).
@@ -101,6 +107,13 @@ export class ChatService {
       history,
       sampling,
       touch: true,
+      requestId: input.request_id,
+    }).catch(async (err: unknown) => {
+      // The same message sent twice at once: the second insert found the first's row.
+      if (!input.request_id || !isUniqueViolation(err)) throw err
+      const first = await earlierSend(db, user, input)
+      if (!first) throw requestIdTaken()
+      return first
     })
   }
 

@@ -4,6 +4,7 @@
  * (unit-of-work.ts), its events published after commit.
  */
 import type { Database, Db } from '../../db/database.ts'
+import { isUniqueViolation } from '../../db/unique-violation.ts'
 import { ApiError, forbidden, notFound, validationError } from '../../tools/api-error.ts'
 import { nowDate } from '../../tools/dates.ts'
 import { newRecordId } from '../../tools/ids.ts'
@@ -237,12 +238,8 @@ function uniqueViolation(
   collection: CollectionDef,
   message: string,
 ): ApiError | null {
-  const e = err as { code?: string; message?: string; constraint?: string }
-  const unique =
-    e.code === '23505' ||
-    e.code === 'SQLITE_CONSTRAINT_UNIQUE' ||
-    e.code === 'SQLITE_CONSTRAINT_PRIMARYKEY'
-  if (!unique) return null
+  if (!isUniqueViolation(err)) return null
+  const e = err as { message?: string; constraint?: string }
   const text = `${e.constraint ?? ''} ${e.message ?? ''}`
   const field = collection.fields.find((f) =>
     new RegExp(`\\b(${collection.name}\\.)?${f.name}\\b|_${f.name}\\b`).test(text),

@@ -9,7 +9,9 @@ const state = vi.hoisted(() => ({
   /** What the server lists now; an Error makes the list fail. */
   listed: [] as unknown[] | Error,
   toasts: [] as string[],
-  sent: [] as Array<{ model_id: string; prompt: string }>,
+  sent: [] as Array<{ model_id: string; prompt: string; request_id?: string }>,
+  /** Sends to fail (the answer lost on the way) before they go through again. */
+  failNext: 0,
 }))
 
 vi.mock('../../lib/pb.ts', () => ({
@@ -25,9 +27,10 @@ vi.mock('../../lib/pb.ts', () => ({
 }))
 vi.mock('../../lib/boot-results.ts', () => ({ takeBoot: () => undefined }))
 vi.mock('../../lib/api.ts', () => ({
-  sendChat: async (body: { model_id: string; prompt: string }) => {
+  sendChat: async (body: { model_id: string; prompt: string; request_id?: string }) => {
     state.sent.push(body)
-    return { request_id: 'r1', status: 'queued', position: 0 }
+    if (state.failNext-- > 0) throw new TypeError('Failed to fetch')
+    return { request_id: body.request_id, status: 'queued', position: 0 }
   },
   regenerateAnswer: async () => ({ request_id: 'r2' }),
 }))
@@ -54,7 +57,7 @@ const listed = (nodeCount: number): AvailableModelRecord => ({
   node_count: nodeCount,
 })
 
-function sendHook() {
+function sendHook(calls: { added: unknown[]; patched: unknown[] } = { added: [], patched: [] }) {
   const client = new QueryClient({ defaultOptions: { queries: { retry: false } } })
   const wrapper = ({ children }: { children: ReactNode }) => (
     <QueryClientProvider client={client}>{children}</QueryClientProvider>
@@ -64,16 +67,16 @@ function sendHook() {
     model: shown,
     temperature: 0.7,
     knownIds: () => new Set(),
-    add: () => {},
-    patch: () => {},
+    add: (send) => calls.added.push(send),
+    patch: (key, change) => calls.patched.push({ key, ...change }),
     follow: () => {},
   }
   return renderHook(() => useSendMessage(ctx), { wrapper }).result
 }
 
-/** Sends 'hello' and answers what the composer holds afterwards. */
-async function sendHello(result: ReturnType<typeof sendHook>) {
-  let draft = 'hello'
+/** Sends `text` ('hello') and answers what the composer holds afterwards. */
+async function sendHello(result: ReturnType<typeof sendHook>, text = 'hello') {
+  let draft = text
   await act(() => result.current.send(draft, (update) => (draft = update(draft))))
   return draft
 }
@@ -107,5 +110,43 @@ describe('sending to a model the page shows as unavailable', () => {
     expect(state.sent).toEqual([])
     expect(state.toasts).toEqual([unavailableText('Stories 260K')])
     expect(draft).toBe('hello')
+  })
+})
+
+describe('a send whose answer was lost', () => {
+  beforeEach(() => {
+    state.toasts = []
+    state.sent = []
+    state.listed = [listed(1)]
+  })
+  afterEach(cleanup)
+
+  it('goes again under the same request id, in the same bubble', async () => {
+    const calls = { added: [] as Array<{ key: string }>, patched: [] as unknown[] }
+    const result = sendHook(calls)
+    state.failNext = 1
+    expect(await sendHello(result)).toBe('hello')
+    expect(await sendHello(result)).toBe('')
+    const [first, second] = state.sent
+    expect(first.request_id).toMatch(/^[a-z0-9]{15}$/)
+    expect(second.request_id).toBe(first.request_id)
+    expect(calls.added).toHaveLength(1)
+    expect(calls.patched).toEqual([
+      {
+        key: calls.added[0].key,
+        sendError: expect.stringContaining('Cannot reach the Meshwork server'),
+      },
+      { key: calls.added[0].key, sendError: undefined },
+    ])
+  })
+
+  it('another text, or the same text after a send that went through, is a new request', async () => {
+    const result = sendHook()
+    state.failNext = 1
+    await sendHello(result, 'hello')
+    await sendHello(result, 'hello there')
+    await sendHello(result, 'hello there')
+    const ids = state.sent.map((s) => s.request_id)
+    expect(new Set(ids).size).toBe(3)
   })
 })

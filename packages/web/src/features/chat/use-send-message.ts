@@ -1,13 +1,16 @@
 /**
  * @module Sending and regenerating from the chat screen: the spec's checks (a conversation, an
  * available model) as in-app messages, the user's message shown at once, and the composer's text
- * given back when the send fails, so nothing typed is lost.
+ * given back when the send fails, so nothing typed is lost. A failed send may still have landed
+ * (its answer lost on the way): the same text sent again to the same conversation goes under the
+ * same request id, so the server answers the stored request instead of charging it twice.
  */
 import { useQueryClient, type QueryClient } from '@tanstack/react-query'
-import { useCallback, useState } from 'react'
+import { useCallback, useRef, useState } from 'react'
 import { useFeedback } from '../../components/feedback/feedback-context.tsx'
 import { regenerateAnswer, sendChat } from '../../lib/api.ts'
 import { errorMessage } from '../../lib/api-error.ts'
+import { newRecordId } from '../../lib/record-id.ts'
 import { pb } from '../../lib/pb.ts'
 import type { ChatModel, RequestRecord } from './chat-types.ts'
 import { modelsQuery } from './conversations-api.ts'
@@ -51,6 +54,10 @@ export function useSendMessage(ctx: SendContext) {
   const queryClient = useQueryClient()
   const { toast } = useFeedback()
   const [sending, setSending] = useState(false)
+  /** The last send that failed: whether it landed is not known. */
+  const failed = useRef<{ key: string; conversationId: string; prompt: string; requestId: string }>(
+    null,
+  )
 
   /** Reads the new request once: its events may have gone out before the page listened. */
   const readOnce = useCallback(
@@ -81,19 +88,26 @@ export function useSendMessage(ctx: SendContext) {
     ctx.follow()
     setDraft(() => '')
     setSending(true)
-    const key = newKey('send')
-    ctx.add({ key, conversationId, prompt, known: ctx.knownIds() })
+    const again = failed.current
+    const retry = again?.conversationId === conversationId && again.prompt === prompt ? again : null
+    const key = retry?.key ?? newKey('send')
+    const requestId = retry?.requestId ?? newRecordId()
+    failed.current = null
+    // Sent again: its error bubble waits for the answer once more.
+    if (retry) ctx.patch(key, { sendError: undefined })
+    else ctx.add({ key, conversationId, prompt, requestId, known: ctx.knownIds() })
     try {
       const result = await sendChat({
         conversation_id: conversationId,
         model_id: model?.id ?? '',
         prompt,
         temperature: ctx.temperature,
+        request_id: requestId,
       })
-      ctx.patch(key, { requestId: result.request_id })
       void readOnce(conversationId, result.request_id)
       void queryClient.invalidateQueries({ queryKey: ['user_balances'] })
     } catch (err) {
+      failed.current = { key, conversationId, prompt, requestId }
       ctx.patch(key, { sendError: `Error: ${errorMessage(err, 'Unknown error')}` })
       setDraft((current) => (current.trim() ? current : draft))
     } finally {
