@@ -43,6 +43,20 @@ export interface CloseInfo {
   cause?: string
 }
 
+/**
+ * The largest frame the agent reads. An honest coordinator's largest is a job offer whose prompt
+ * it fitted to the model's context window (a megabyte or two for 128k tokens); a larger one closes
+ * the socket (1009) before it is held or parsed, and the agent connects again.
+ */
+const MAX_FRAME_BYTES = 16 * 2 ** 20
+
+/**
+ * The most JSON values (objects, arrays, strings, numbers...) a frame may hold; a job offer of a
+ * thousand messages holds a few thousand. Validating costs zod about 1 kB per wrong part: a 16 MiB
+ * frame wrong in every part took 1.5 GB before it was refused. Counted first, it costs nothing.
+ */
+const MAX_FRAME_VALUES = 100_000
+
 /** A frame from the coordinator failed validation. */
 export class InvalidFrameError extends Error {
   override name = 'InvalidFrameError'
@@ -100,6 +114,7 @@ export class NodeConnection {
     const ws = new WebSocket(nodeSocketUrl(this.#o.server), {
       headers: { authorization: this.#o.authorization },
       handshakeTimeout: 10_000,
+      maxPayload: MAX_FRAME_BYTES,
     })
     this.#ws = ws
     let refused = false
@@ -118,10 +133,22 @@ export class NodeConnection {
       } catch (err) {
         return this.#o.onInvalidFrame(new InvalidFrameError('Frame is not JSON', { cause: err }))
       }
+      if (holdsMoreValues(parsed, MAX_FRAME_VALUES)) {
+        return this.#o.onInvalidFrame(
+          new InvalidFrameError(`Frame of more than ${MAX_FRAME_VALUES} values`),
+        )
+      }
       const frame = serverToNodeFrameSchema.safeParse(parsed)
       if (!frame.success) {
+        // The first problem only: zod's whole report of a frame wrong in every part is about 40
+        // times its size (past V8's longest string, a throw that ended the agent).
+        const [first] = frame.error.issues
+        const more = frame.error.issues.length - 1
         return this.#o.onInvalidFrame(
-          new InvalidFrameError(`Unknown or malformed frame: ${frame.error.message}`),
+          new InvalidFrameError(
+            `Unknown or malformed frame: ${first.path.join('.') || 'frame'}: ${first.message}` +
+              (more > 0 ? ` (and ${more} more problems)` : ''),
+          ),
         )
       }
       this.#o.onFrame(frame.data)
@@ -167,4 +194,18 @@ export class NodeConnection {
     // Full jitter: a coordinator restart does not get every node back in the same millisecond.
     return Math.round(ceiling / 2 + (ceiling / 2) * (this.#o.random ?? Math.random)())
   }
+}
+
+/** Whether `value` holds more than `limit` JSON values; a loop, not recursion (any depth). */
+function holdsMoreValues(value: unknown, limit: number): boolean {
+  const pending: unknown[] = [value]
+  for (let count = 0; pending.length > 0;) {
+    const v = pending.pop()
+    if (++count > limit) return true
+    if (v !== null && typeof v === 'object') {
+      for (const child of Object.values(v)) pending.push(child)
+      if (count + pending.length > limit) return true
+    }
+  }
+  return false
 }
