@@ -301,6 +301,43 @@ describe('chat as people know it', () => {
     }
   })
 
+  it('sends a message again after its answer was lost, and it is run and charged once', async () => {
+    const c = await conversation('Lost Answer Chat')
+    await page.goto(`${server.url}/chat?c=${c.id}`)
+    await composer().waitFor()
+    // The send reaches the coordinator and is stored; its answer is lost on the way back, as a
+    // proxy answers when the coordinator behind it dies at that moment.
+    let sends = 0
+    await page.route('**/api/chat/send', async (route) => {
+      if (sends++ > 0) return route.fallback()
+      await route.fetch()
+      await route.fulfill({ status: 503, contentType: 'text/html', body: '<h1>503</h1>' })
+    })
+    const prompt = 'Tell me about a letter that got lost'
+    await composer().fill(prompt)
+    await composer().press('Enter')
+    await waitUntil(async () => (await composer().inputValue()) === prompt, 10_000, 'text back')
+    // Not knowing that it landed, the user sends it again.
+    await composer().press('Enter')
+    await waitUntil(async () => sends === 2, 10_000, 'sent again')
+    const [answer] = await completed(c.id, 1)
+    await log()
+      .getByText(/^Cost: \d+ tokens$/)
+      .waitFor({ timeout: 60_000 })
+    expect(await requestsOf(c.id)).toHaveLength(1)
+    expect(await log().getByRole('alert').count()).toBe(0)
+    expect(await log().getByText(prompt, { exact: true }).count()).toBe(1)
+    const debits = await db()
+      .selectFrom('user_credit_txs')
+      .select('id')
+      .where('request', '=', answer.id)
+      .where('type', '=', 'debit_inference_request')
+      .execute()
+    expect(debits).toHaveLength(1)
+    expect(await captureAll(page, 'chat-send-lost-answer', chatOnly)).toEqual([])
+    await page.unroute('**/api/chat/send')
+  })
+
   it('gives a balance that pays only for a shorter answer a shorter one, and says so before sending', async () => {
     const c = await conversation('Frugal Chat')
     const prompt = 'Once upon a time there was a frog'
