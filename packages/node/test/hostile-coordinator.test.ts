@@ -3,7 +3,7 @@
  * compromised server, a man in the middle on plain http): what such a server answers must not
  * reach past the node's own work on the owner's machine or network.
  */
-import { mkdtemp, rm } from 'node:fs/promises'
+import { mkdtemp, readdir, rm } from 'node:fs/promises'
 import { createServer, type IncomingMessage, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -35,6 +35,30 @@ async function startRedirectingCoordinator(target: string, status = 307) {
   const server = createServer((_req, res) => res.writeHead(status, { location: target }).end())
   return { url: await listen(server), close: () => closeServer(server) }
 }
+
+/** A model host whose body never ends; `sent()` says how many bytes it got out. */
+async function startEndlessHost() {
+  let sent = 0
+  const requests: IncomingMessage[] = []
+  const server = createServer((req, res) => {
+    requests.push(req)
+    res.writeHead(200, { 'content-type': 'application/octet-stream' })
+    const piece = Buffer.alloc(65536, 0x78)
+    const pump = () => {
+      while (!res.destroyed && res.write(piece)) sent += piece.length
+      if (!res.destroyed) res.once('drain', pump)
+    }
+    pump()
+  })
+  return {
+    url: await listen(server),
+    requests,
+    sent: () => sent,
+    close: () => closeServer(server),
+  }
+}
+
+const GiB = 2 ** 30
 
 function closeServer(server: Server) {
   server.closeAllConnections()
@@ -83,5 +107,51 @@ describe('a coordinator that redirects the agent to the owner’s network', () =
     expect(device.requests).toHaveLength(0)
     expect(err).toBeInstanceOf(LinkStartError)
     expect((err as Error).message).toMatch(/redirect/)
+  })
+})
+
+describe('a download that would fill the owner’s disk', () => {
+  let dir = ''
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'mw-hostile-disk-'))
+  })
+  afterAll(() => rm(dir, { recursive: true, force: true }))
+
+  it('is refused before it starts when the file would leave less than 1 GiB free', async () => {
+    const host = await startEndlessHost()
+    const err = await downloadModelFile({
+      url: `${host.url}/f`,
+      directory: dir,
+      fileName: 'huge.gguf',
+      sha256: 'a'.repeat(64),
+      sizeBytes: 10 * GiB,
+      attempts: 1,
+      freeBytes: async () => 10.5 * GiB,
+    }).catch((e: unknown) => e)
+    await host.close()
+    expect(host.requests).toHaveLength(0)
+    expect((err as Error).message).toMatch(/not enough disk space/i)
+    // The owner frees space (or picks another model) and presses Retry: no retry loop meanwhile.
+    expect(isTransient(err)).toBe(false)
+  })
+
+  it('of unknown size (0) stops once the disk is down to 1 GiB, and gives back what it took', async () => {
+    const host = await startEndlessHost()
+    let checks = 0
+    const err = await downloadModelFile({
+      url: `${host.url}/f`,
+      directory: dir,
+      fileName: 'endless.gguf',
+      sha256: 'a'.repeat(64),
+      sizeBytes: 0,
+      attempts: 1,
+      // Room at the start; the disk is down to its last gigabyte by the first check in flight.
+      freeBytes: async () => (checks++ === 0 ? 100 * GiB : GiB - 1),
+    }).catch((e: unknown) => e)
+    await host.close()
+    expect((err as Error).message).toMatch(/not enough disk space/i)
+    expect(isTransient(err)).toBe(false)
+    expect(host.sent()).toBeLessThan(64 * 2 ** 20)
+    expect(await readdir(dir)).toEqual([])
   })
 })

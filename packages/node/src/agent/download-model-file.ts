@@ -3,10 +3,11 @@
  * Downloads one model file with HTTP Range resume into `<name>.part`, verifies its sha256,
  * renames it into place and then records the verified hash in its sidecar (verify-model-file), so
  * a later start need not hash it again. Progress is reported at most every `progressIntervalMs`.
+ * Whatever the catalogue's size says, a download never takes its disk below 1 GiB free.
  */
 import { createHash, type Hash } from 'node:crypto'
 import { createReadStream, createWriteStream } from 'node:fs'
-import { mkdir, rename, rm, stat } from 'node:fs/promises'
+import { mkdir, rename, rm, stat, statfs } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Readable, Transform } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
@@ -28,6 +29,22 @@ export interface DownloadModelFileOptions {
   /** Attempts in total; a broken transfer resumes from the bytes already written. */
   attempts?: number
   retryDelayMs?: number
+  /** Bytes free for the owner on the directory's disk (default: statfs); tests pretend. */
+  freeBytes?: (directory: string) => Promise<number>
+}
+
+/**
+ * Left free on the disk whatever the catalogue says: a coordinator may give any size, or none (0,
+ * allowed for models added without one), and send bytes for ever. The owner's machine keeps
+ * working; the download stops.
+ */
+const DISK_RESERVE_BYTES = 2 ** 30
+/** How often, in bytes received, a transfer looks at the free space again. */
+const DISK_CHECK_BYTES = 8 * 2 ** 20
+
+/** The download would take the disk below its reserve; what it wrote was removed. */
+export class NotEnoughDiskSpaceError extends Error {
+  override name = 'NotEnoughDiskSpaceError'
 }
 
 /** The finished file's sha256 differs from the catalogue's; the partial file was removed. */
@@ -92,7 +109,11 @@ export async function downloadModelFile(options: DownloadModelFileOptions): Prom
         err.status < 500 &&
         err.status !== 408 &&
         err.status !== 429
-      const fatal = options.signal?.aborted || err instanceof ChecksumMismatchError || refused
+      const fatal =
+        options.signal?.aborted ||
+        err instanceof ChecksumMismatchError ||
+        err instanceof NotEnoughDiskSpaceError ||
+        refused
       if (fatal || attempt >= attempts) throw err
       await new Promise((r) => setTimeout(r, options.retryDelayMs ?? 500 * attempt))
     }
@@ -105,6 +126,14 @@ async function downloadOnce(o: DownloadModelFileOptions): Promise<string> {
     (s) => s.size,
     () => 0,
   )
+  const freeBytes = o.freeBytes ?? freeBytesOf
+  const needed = Math.max(0, o.sizeBytes - have)
+  const free = await freeBytes(o.directory)
+  if (free - needed < DISK_RESERVE_BYTES) {
+    throw new NotEnoughDiskSpaceError(
+      `Not enough disk space for ${o.fileName}: it needs ${gib(needed)} more and ${gib(DISK_RESERVE_BYTES)} stays free; ${gib(free)} is free`,
+    )
+  }
   const headers: Record<string, string> = { ...o.headers }
   if (have > 0) headers.range = `bytes=${have}-`
   // An honest coordinator streams the file itself (model-download.ts). A redirect would point the
@@ -142,6 +171,7 @@ async function downloadOnce(o: DownloadModelFileOptions): Promise<string> {
   const total =
     o.sizeBytes > 0 ? o.sizeBytes : offset + Number(res.headers.get('content-length') ?? 0)
   let received = offset
+  let spaceCheckedAt = offset
   let lastReport = 0
   const report = () => {
     const now = Date.now()
@@ -162,18 +192,31 @@ async function downloadOnce(o: DownloadModelFileOptions): Promise<string> {
       hash.update(chunk)
       received += chunk.length
       report()
-      done(null, chunk)
+      if (received - spaceCheckedAt < DISK_CHECK_BYTES) return done(null, chunk)
+      spaceCheckedAt = received
+      freeBytes(o.directory).then(
+        (left) =>
+          left < DISK_RESERVE_BYTES
+            ? done(
+                new NotEnoughDiskSpaceError(
+                  `Not enough disk space for ${o.fileName}: the download was stopped with ${gib(left)} free`,
+                ),
+              )
+            : done(null, chunk),
+        done,
+      )
     },
   })
   const sink = createWriteStream(part, { flags: offset > 0 ? 'a' : 'w' })
   await pipeline(source, meter, sink, { signal: o.signal }).catch(async (err: unknown) => {
-    // A full disk is the owner's to fix; a transfer that broke off is tried again (resuming).
-    if (o.signal?.aborted || /^E(NOSPC|ACCES|PERM|ROFS|DQUOT)$/.test(errorCode(err) ?? ''))
-      throw err
-    if (err instanceof FileTooLargeError) {
+    // Bytes that cannot be the catalogue's, or that would fill the disk: the disk gets them back.
+    if (err instanceof FileTooLargeError || err instanceof NotEnoughDiskSpaceError) {
       await rm(part, { force: true })
       throw err
     }
+    // A full disk is the owner's to fix; a transfer that broke off is tried again (resuming).
+    if (o.signal?.aborted || /^E(NOSPC|ACCES|PERM|ROFS|DQUOT)$/.test(errorCode(err) ?? ''))
+      throw err
     const at = total > 0 ? ` at ${Math.floor((received / total) * 100)}%` : ''
     throw new DownloadHttpError(
       0,
@@ -201,6 +244,18 @@ async function verifyAndFinish(o: DownloadModelFileOptions, part: string, hash: 
   await recordVerifiedHash(final, digest)
   o.onProgress?.(100)
   return final
+}
+
+/** Free bytes for an unprivileged user; a file system that cannot say does not stop downloads. */
+async function freeBytesOf(directory: string): Promise<number> {
+  return statfs(directory).then(
+    (s) => s.bavail * s.bsize,
+    () => Infinity,
+  )
+}
+
+function gib(bytes: number): string {
+  return `${(bytes / 2 ** 30).toFixed(1)} GiB`
 }
 
 async function hashFile(path: string): Promise<Hash> {

@@ -24,6 +24,7 @@ import {
   ChecksumMismatchError,
   DownloadHttpError,
   downloadModelFile,
+  NotEnoughDiskSpaceError,
   partialPath,
 } from './download-model-file.ts'
 import { measureTokensPerSecond } from './measure-tokens-per-second.ts'
@@ -397,7 +398,12 @@ export class ModelManager {
 
 /** A failure that may pass by itself: worth trying again without the owner. */
 export function isTransient(err: unknown): boolean {
-  if (err instanceof ChecksumMismatchError || err instanceof UnsafeFileNameError) return false
+  if (
+    err instanceof ChecksumMismatchError ||
+    err instanceof UnsafeFileNameError ||
+    err instanceof NotEnoughDiskSpaceError
+  )
+    return false
   if (err instanceof DownloadHttpError) {
     return err.status >= 500 || err.status === 408 || err.status === 429 || err.status === 0
   }
