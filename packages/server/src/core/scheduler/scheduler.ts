@@ -8,7 +8,6 @@
  */
 import type { CoreApp } from '../app.ts'
 import type { Row } from '../records/serialize.ts'
-import { requireCollection } from '../collections/registry.ts'
 import { OPEN_STATUSES } from '../ledger/settlement.ts'
 import { AnswerMeter } from '../metering/answer-meter.ts'
 import type { FailureKind, NodeHealth } from '../nodes/node-health.ts'
@@ -18,7 +17,6 @@ import { CandidateCache } from './candidate-cache.ts'
 import { chooseNode, type CandidateRow, type NodeChoice } from './pick-node.ts'
 import { expectedJobSpeed, jobDeadlineMs } from './job-deadline.ts'
 import { background } from '../../tools/background.ts'
-import { failAndPublish as failOnce } from './request-writes.ts'
 import {
   cancelAndPublish,
   chargeDeletedAndPublish,
@@ -27,12 +25,14 @@ import {
   type JobRecord,
   markProcessing,
   setJobStatus,
-  settleAndPublish,
 } from './request-writes.ts'
+import { endCompleted, failAndPublish, stopRetrying } from './request-endings.ts'
+import { partialRow, publishPartial, publishRequeued } from './partial-events.ts'
+import { noteFullAnswer } from './full-node.ts'
+import { ChoiceRetries } from './choice-retries.ts'
 import {
   ATTEMPT_ENDED,
   FULL_NODE_PAUSE_MS,
-  FULL_RUN_GAP_MS,
   MAX_OFFERS,
   NO_NODE_MESSAGE,
   NO_SLOT_REASON,
@@ -44,17 +44,17 @@ import {
 } from './work.ts'
 import { log } from '../../tools/log.ts'
 import { PauseWatch } from '../../tools/pause-watch.ts'
-import { endedElsewhere } from './running-check.ts'
+import { ownedElsewhere, RunningCheck } from './running-check.ts'
 import { newRecordId } from '../../tools/ids.ts'
+
+export { SAVE_FAILED_MESSAGE } from './request-endings.ts'
 
 const OPEN = new Set<string>(OPEN_STATUSES)
 /** How often running jobs are looked at for silence and deadlines. */
 const STALL_CHECK_MS = 500
 
 export class Scheduler implements RegistryListener {
-  /** Queued requests whose choice of a node failed on a database error, and how often. */
-  private chooseFailures = new WeakMap<Work, number>()
-  private retryTimer: NodeJS.Timeout | null = null
+  private choiceRetries = new ChoiceRetries(() => this.onCapacity())
   private queue: Work[] = []
   private byJob = new Map<string, Work>()
   /** Every request of this scheduler, queued, being offered, running or being settled. */
@@ -63,8 +63,7 @@ export class Scheduler implements RegistryListener {
   private pumpAgain = false
   private timer: NodeJS.Timeout
   private pauses = new PauseWatch(STALL_CHECK_MS)
-  private lastRunningCheck = Date.now()
-  private checkingRunning = false
+  private runningCheck: RunningCheck<Work>
   private idleWaiters: Array<() => void> = []
   private closed = false
   /** Draining (graceful shutdown): nothing new goes out; what is queued goes to `handOff`. */
@@ -84,6 +83,9 @@ export class Scheduler implements RegistryListener {
   ) {
     registry.listener = this
     this.candidates = new CandidateCache(() => core.database.db, core.events, core.bus)
+    this.runningCheck = new RunningCheck(core, options, this.byRequest, (work) =>
+      this.dropStale(work, 'request ended or taken over elsewhere; its attempt here stops'),
+    )
     this.timer = setInterval(() => this.checkStalls(), STALL_CHECK_MS)
     this.timer.unref()
   }
@@ -192,8 +194,7 @@ export class Scheduler implements RegistryListener {
       this.queue.find((w) => w.requestId === requestId) ??
       [...this.byJob.values()].find((w) => w.requestId === requestId)
     if (!work) return false
-    const queued = this.queue.indexOf(work)
-    if (queued >= 0) this.queue.splice(queued, 1)
+    this.unqueue(work)
     const job = work.job
     if (job) {
       this.release(work)
@@ -218,8 +219,7 @@ export class Scheduler implements RegistryListener {
     if (!work || work.canary) return null
     if (work.ending) return work.chain
     work.ending = true
-    const queued = this.queue.indexOf(work)
-    if (queued >= 0) this.queue.splice(queued, 1)
+    this.unqueue(work)
     const job = work.job
     const cancellation = {
       requestId,
@@ -312,9 +312,9 @@ export class Scheduler implements RegistryListener {
   close(): void {
     this.closed = true
     this.candidates.close()
-    closedCores.add(this.core)
+    stopRetrying(this.core)
     clearInterval(this.timer)
-    if (this.retryTimer) clearTimeout(this.retryTimer)
+    this.choiceRetries.close()
     for (const w of this.byJob.values()) w.publisher?.stop()
   }
 
@@ -443,7 +443,7 @@ export class Scheduler implements RegistryListener {
     this.byJob.set(jobId, work)
     session.jobs.add(jobId)
     work.publisher = new CoalescedPublisher(this.options.streamIntervalMs, () =>
-      this.publishPartial(work),
+      publishPartial(this.core, work),
     )
     // The job's row is written after the offer has gone out (the first token waits for no write),
     // first on the request's chain: the job's later writes (accepted, ended) follow it. A process
@@ -488,24 +488,13 @@ export class Scheduler implements RegistryListener {
       // The request's `processing` event first (its subscriber waits for it), the job row after.
       // Its event is the stored row with the text streamed so far (while the job is still this one).
       const row = await markProcessing(this.core, work.requestId, nodeId, (stored) =>
-        work.job?.id === jobId ? this.partialRow(stored, work) : stored,
+        work.job?.id === jobId ? partialRow(stored, work) : stored,
       )
       if (row && work.job?.id === jobId) work.row = row
-      if (!row && work.job?.id === jobId && (await this.ownedElsewhere(work)))
+      if (!row && work.job?.id === jobId && (await ownedElsewhere(this.core, work.requestId)))
         return this.giveUp(work)
     }
     await setJobStatus(this.core, jobId, 'acked')
-  }
-
-  /** Another process owns the request now (it took it over while this one's lease had lapsed). */
-  private async ownedElsewhere(work: Work): Promise<boolean> {
-    const row = await this.core.database.db
-      .selectFrom('requests')
-      .select('lease_owner')
-      .where('id', '=', work.requestId)
-      .executeTakeFirst()
-      .catch(() => undefined)
-    return row !== undefined && row.lease_owner !== this.core.processId
   }
 
   /**
@@ -514,8 +503,7 @@ export class Scheduler implements RegistryListener {
    * new one.
    */
   private dropStale(work: Work, why = 'request queued again; its earlier attempt here stops') {
-    const index = this.queue.indexOf(work)
-    if (index >= 0) this.queue.splice(index, 1)
+    this.unqueue(work)
     this.giveUp(work, why)
   }
 
@@ -537,65 +525,24 @@ export class Scheduler implements RegistryListener {
     if (work.canary) background(work.canary.done(null, 0), 'voiding a canary ended elsewhere')
   }
 
-  /** The growing response goes out as an update event of the in-memory row: no database write. */
-  private publishPartial(work: Work) {
-    if (!work.row || !work.job) return
-    const row = this.partialRow(work.row, work)
-    this.core.events.emit({ action: 'update', collection: requireCollection('requests'), row })
-  }
-
-  private partialRow(stored: Row, work: Work): Row {
-    return {
-      ...stored,
-      status: 'processing',
-      node: work.job?.nodeId ?? stored.node,
-      response: work.job?.meter.text ?? '',
-      is_partial: 1,
-    }
-  }
-
   private complete(work: Work, nodeId: string, frame: Extract<JobFrame, { type: 'job_done' }>) {
     const job = work.job!
     const elapsedMs = Date.now() - job.acceptedAt
     // What is billed and stored is what the coordinator counted, cut at the output budget.
     const answer = job.meter.finish(frame.tokens_output)
     // The whole answer reaches subscribers now; the completed record follows the settlement.
-    this.publishPartial(work)
+    publishPartial(this.core, work)
     this.release(work)
     work.ending = true
-    this.end(work, async () => {
-      await setJobStatus(this.core, job.id, 'completed')
-      // The node's record is secondary: a failed write of it must not keep the answer unsettled.
-      await this.health
-        .success(nodeId, work.modelId, answer, frame.tokens_output, elapsedMs)
-        .catch((err: unknown) => log.error({ err }, 'recording a node success failed'))
-      try {
-        if (work.canary) return await work.canary.done(answer, frame.processing_time_ms)
-        const tokensOutput = answer.tokensOutput
-        const outcome = await settleAndPublish(this.core, {
-          requestId: work.requestId,
-          nodeId,
-          response: answer.text,
-          // Input as counted when the hold was sized; output as the coordinator counted it.
-          tokensInput: work.estimatedInput,
-          tokensOutput,
-          processingTimeMs: frame.processing_time_ms,
-          owner: this.core.processId,
-        })
-        // Deleted while its answer was being settled: the deletion released the hold, so the
-        // answer the user saw is charged like any deleted request's streamed part.
-        if (outcome === 'deleted')
-          await chargeDeletedAndPublish(this.core, work, nodeId, tokensOutput)
-      } catch (err) {
-        // The settlement's transaction did not commit (a database error): the request must not
-        // stay open with its hold. It fails retryable, nothing charged. When the settlement did
-        // commit and only what followed failed, the request is no longer open and this changes
-        // nothing.
-        log.error({ err, requestId: work.requestId }, 'settling a request failed')
-        await failAndPublish(this.core, work.requestId, SAVE_FAILED_MESSAGE, this.core.processId)
-        await work.canary?.done(null, 0)
-      }
-    })
+    const finished = {
+      jobId: job.id,
+      nodeId,
+      answer,
+      claimedOutput: frame.tokens_output,
+      elapsedMs,
+      processingTimeMs: frame.processing_time_ms,
+    }
+    this.end(work, () => endCompleted(this.core, this.health, work, finished))
     this.onCapacity()
   }
 
@@ -610,23 +557,9 @@ export class Scheduler implements RegistryListener {
     // An offer not yet accepted keeps the time it went out.
     const offeredAt = work.job?.acceptedAt ?? Date.now()
     this.reassign(work, ATTEMPT_ENDED.full, null)
-    work.tried.delete(nodeId)
-    work.triedOwners.delete(owner)
-    // An offer answered "full" is not one of the request's offers: it waits for a node with room,
-    // however often one says so. Counted, a node lying about its slots took every request waiting
-    // for a busy honest node through its offers to a failure, and so did honest nodes busy with
-    // other processes' jobs when scaled out. The node's pause above bounds how often it is asked.
-    work.offers = work.canary ? 0 : Math.max(0, work.offers - 1)
-    // Nor may "full" keep it waiting for ever: a node lying so, alone with the model, held the
-    // request (and its hold) until its user gave up. Answered "full" without a break for as long
-    // as a running job may stay silent, it fails retryable, nothing charged.
-    const now = Date.now()
-    const run =
-      work.fullRun && offeredAt - work.fullRun.last <= FULL_RUN_GAP_MS ? work.fullRun : null
-    work.fullRun = { since: run?.since ?? offeredAt, last: now }
-    if (!work.canary && now - work.fullRun.since >= this.options.stallMs) {
-      const queued = this.queue.indexOf(work)
-      if (queued >= 0) this.queue.splice(queued, 1)
+    // Too long answered "full" without a break: it fails retryable, nothing charged (full-node.ts).
+    if (noteFullAnswer(work, nodeId, owner, offeredAt, this.options.stallMs)) {
+      this.unqueue(work)
       return this.fail(work, `${NO_NODE_MESSAGE} (${ATTEMPT_ENDED.full})`)
     }
     setTimeout(() => this.onCapacity(), FULL_NODE_PAUSE_MS + 10).unref()
@@ -648,14 +581,7 @@ export class Scheduler implements RegistryListener {
     this.serial(work, async () => {
       await setJobStatus(this.core, job.id, 'failed')
       if (failure) await this.health.failure(job.nodeId, failure, nodeText)
-      if (work.row) {
-        // Discard the partial text: the next node's answer replaces it.
-        this.core.events.emit({
-          action: 'update',
-          collection: requireCollection('requests'),
-          row: { ...work.row, status: 'pending', response: '', is_partial: 1 },
-        })
-      }
+      if (work.row) publishRequeued(this.core, work.row)
     })
     if (work.canary && failure) return this.fail(work, `${NO_NODE_MESSAGE} (${reason})`)
     if (work.tried.size >= this.options.maxAttempts || work.offers >= MAX_OFFERS) {
@@ -664,6 +590,12 @@ export class Scheduler implements RegistryListener {
     }
     this.queue.unshift(work)
     this.onCapacity()
+  }
+
+  /** Takes the request out of the queue, if it is there. */
+  private unqueue(work: Work) {
+    const index = this.queue.indexOf(work)
+    if (index >= 0) this.queue.splice(index, 1)
   }
 
   private release(work: Work) {
@@ -684,30 +616,13 @@ export class Scheduler implements RegistryListener {
     })
   }
 
-  /**
-   * Choosing a node read the database and failed: the request stays queued and the queue is
-   * looked at again shortly; after CHOOSE_RETRIES such failures the request fails retryable
-   * rather than wait for ever.
-   */
+  /** Choosing a node read the database and failed: tried again, a few times (choice-retries.ts). */
   private chooseFailed(work: Work, err: unknown): null {
     // Reads cut off by shutdown are expected; restart recovery deals with their requests.
     if (this.closed) return null
-    const failures = (this.chooseFailures.get(work) ?? 0) + 1
-    log.error({ err, requestId: work.requestId, failures }, 'choosing a node failed')
-    if (failures >= CHOOSE_RETRIES) {
-      this.chooseFailures.delete(work)
-      const index = this.queue.indexOf(work)
-      if (index >= 0) this.queue.splice(index, 1)
+    if (this.choiceRetries.failed(work, err)) {
+      this.unqueue(work)
       this.fail(work, NO_NODE_MESSAGE)
-      return null
-    }
-    this.chooseFailures.set(work, failures)
-    if (!this.retryTimer) {
-      this.retryTimer = setTimeout(() => {
-        this.retryTimer = null
-        this.onCapacity()
-      }, CHOOSE_RETRY_MS)
-      this.retryTimer.unref()
     }
     return null
   }
@@ -725,10 +640,8 @@ export class Scheduler implements RegistryListener {
     // Requests waiting for nodes to come back fail once the wait is over, even if none does.
     if (this.queue.some((w) => w.awaySince !== null)) this.onCapacity()
     const now = Date.now()
-    if (now - this.lastRunningCheck >= this.options.runningCheckMs) {
-      this.lastRunningCheck = now
-      this.checkRunning()
-    }
+    // What was ended behind this process's back stops (running-check.ts).
+    if (this.runningCheck.due(now) && !this.closed) this.runningCheck.run()
     for (const work of [...this.byJob.values()]) {
       const job = work.job
       if (!job) continue
@@ -736,27 +649,6 @@ export class Scheduler implements RegistryListener {
       if (now - job.lastActivity > limit) this.reassign(work, ATTEMPT_ENDED.stalled, 'stalled')
       else if (now > job.deadline) this.reassign(work, ATTEMPT_ENDED.slow, 'stalled')
     }
-  }
-
-  /** Stops what was ended behind this process's back (running-check.ts); one check at a time. */
-  private checkRunning() {
-    if (this.checkingRunning || this.closed) return
-    const works = [...this.byRequest.values()].filter((w) => !w.ending)
-    if (!works.length) return
-    this.checkingRunning = true
-    const ids = works.map((w) => w.requestId)
-    const check = endedElsewhere(this.core.database.db, ids, this.core.processId)
-      .then((stopped) => {
-        for (const work of works) {
-          if (!stopped.has(work.requestId) || work.ending) continue
-          if (this.byRequest.get(work.requestId) !== work) continue
-          this.dropStale(work, 'request ended or taken over elsewhere; its attempt here stops')
-        }
-      })
-      .finally(() => {
-        this.checkingRunning = false
-      })
-    background(check, 'checking the running requests against the database')
   }
 
   /** The request's last database work: once it is done, the scheduler no longer has it. */
@@ -795,45 +687,5 @@ export class Scheduler implements RegistryListener {
     const waiters = this.idleWaiters
     this.idleWaiters = []
     waiters.forEach((w) => w())
-  }
-}
-
-/** What a user sees when the answer came but could not be saved (a database error). */
-export const SAVE_FAILED_MESSAGE = 'The answer could not be saved. Please try again.'
-/** Ending a request on a database error: tries, and the first and longest pause between them
- * (0.25 s doubling to 15 s: about a minute in all). */
-const END_RETRIES = 8
-const END_RETRY_MS = 250
-const END_RETRY_MAX_MS = 15_000
-/** Failed choices of a node (database errors) before a queued request fails, and the pause
- * before the queue is looked at again. */
-const CHOOSE_RETRIES = 5
-const CHOOSE_RETRY_MS = 1000
-
-/** Cores whose scheduler has closed (shutdown): their failed writes are not retried. */
-const closedCores = new WeakSet<CoreApp>()
-
-/**
- * Fails a request retryable and publishes it (request-writes.ts), retrying a database error with
- * a growing pause for about a minute, so a passing fault never leaves a request open with its
- * hold; after that, or once the scheduler has closed, restart recovery and the takeover of
- * requests end it.
- */
-async function failAndPublish(
-  core: CoreApp,
-  requestId: string,
-  message: string,
-  owner: string,
-): Promise<void> {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await failOnce(core, requestId, message, owner)
-    } catch (err) {
-      if (closedCores.has(core) || attempt + 1 >= END_RETRIES) throw err
-      log.error({ err, requestId }, 'failing a request failed, retrying')
-      await new Promise((r) =>
-        setTimeout(r, Math.min(END_RETRY_MAX_MS, END_RETRY_MS * 2 ** attempt)).unref(),
-      )
-    }
   }
 }
