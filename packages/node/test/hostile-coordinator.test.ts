@@ -3,6 +3,7 @@
  * compromised server, a man in the middle on plain http): what such a server answers must not
  * reach past the node's own work on the owner's machine or network.
  */
+import { execFile } from 'node:child_process'
 import { mkdtemp, readdir, rm } from 'node:fs/promises'
 import { createServer, type IncomingMessage, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -59,6 +60,43 @@ async function startEndlessHost() {
 }
 
 const GiB = 2 ** 30
+const BIN = new URL('../bin/meshwork-node.mjs', import.meta.url).pathname
+/** Control characters a terminal would obey (the newline between lines aside). */
+// eslint-disable-next-line no-control-regex -- control characters are what is looked for.
+const TERMINAL_CONTROL = /[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]/
+const CLIPBOARD = '\x1b]52;c;Y3VybCBldmlsLnNofHNo\x07'
+
+/** A link server whose every string carries terminal escapes; `outcome` ends the flow. */
+async function startEscapingLinkServer(outcome: 'approve' | 'deny') {
+  const server = createServer((req, res) => {
+    const json = (status: number, body: unknown) =>
+      res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body))
+    req.resume()
+    if (req.url === '/api/auth/start-flow') {
+      return json(200, {
+        state_token: 's',
+        device_secret: 'd',
+        approve_url: `http://127.0.0.1:1/approve\x1b[1A\x1b[2K${CLIPBOARD}`,
+        expires_at: new Date(Date.now() + 60_000).toISOString(),
+      })
+    }
+    if (outcome === 'deny') return json(400, { message: `User denied authorization${CLIPBOARD}` })
+    json(200, { status: 'approved', node_id: `node\x1b[2J`, credential: 'c' })
+  })
+  return { url: await listen(server), close: () => closeServer(server) }
+}
+
+function runCli(args: string[], home: string) {
+  return new Promise<{ code: number; output: string }>((resolve) => {
+    execFile(
+      process.execPath,
+      [BIN, ...args],
+      { env: { ...process.env, MESHWORK_NODE_HOME: home } },
+      (err, stdout, stderr) =>
+        resolve({ code: err ? Number(err.code ?? 1) : 0, output: stdout + stderr }),
+    )
+  })
+}
 
 function closeServer(server: Server) {
   server.closeAllConnections()
@@ -154,4 +192,19 @@ describe('a download that would fill the owner’s disk', () => {
     expect(host.sent()).toBeLessThan(64 * 2 ** 20)
     expect(await readdir(dir)).toEqual([])
   })
+})
+
+describe('login against a server whose answers carry terminal escapes', () => {
+  for (const outcome of ['approve', 'deny'] as const) {
+    it(`prints none of them (${outcome})`, async () => {
+      const link = await startEscapingLinkServer(outcome)
+      const home = await mkdtemp(join(tmpdir(), 'mw-hostile-login-'))
+      const res = await runCli(['login', '--server', link.url, '--no-open'], home)
+      await link.close()
+      await rm(home, { recursive: true, force: true })
+      expect(res.code).toBe(outcome === 'approve' ? 0 : 1)
+      expect(res.output).toContain('http://127.0.0.1:1/approve')
+      expect(res.output).not.toMatch(TERMINAL_CONTROL)
+    })
+  }
 })

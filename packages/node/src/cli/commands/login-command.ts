@@ -8,6 +8,7 @@ import { credentialsPath, readCredentials, writeCredentials } from '../../auth/c
 import { LinkDeniedError, LinkExpiredError, linkDevice } from '../../auth/link-device.ts'
 import { resolveNodeHome } from '../../node-home.ts'
 import { openBrowser } from '../utils/open-browser.ts'
+import { printable } from '../utils/printable.ts'
 import { serverUrlProblem } from '../utils/server-url.ts'
 
 interface LoginArgs {
@@ -70,7 +71,8 @@ export const loginCommand: CommandModule<object, LoginArgs> = {
         server,
         deviceName: device,
         onApproveUrl: (url) => {
-          process.stdout.write(`Open this URL to approve this node:\n${url}\n`)
+          // The URL, the node id and the errors below are the server's words: no terminal escapes.
+          process.stdout.write(`Open this URL to approve this node:\n${printable(url)}\n`)
           process.stdout.write('Waiting for approval...\n')
           if (open) openBrowser(url)
         },
@@ -80,18 +82,21 @@ export const loginCommand: CommandModule<object, LoginArgs> = {
         node_id: linked.nodeId,
         credential: linked.credential,
       })
-      process.stdout.write(`Node linked (id ${linked.nodeId}). Credentials saved to ${path}\n`)
+      process.stdout.write(
+        `Node linked (id ${printable(linked.nodeId)}). Credentials saved to ${path}\n`,
+      )
       process.stdout.write('Run `meshwork-node start` to connect it.\n')
     } catch (err) {
       process.exitCode = 1
       if (err instanceof LinkDeniedError) {
-        process.stderr.write(`Authorization denied: ${err.message}\n`)
+        process.stderr.write(`Authorization denied: ${printable(err.message)}\n`)
       } else if (err instanceof LinkExpiredError) {
         process.stderr.write(
-          `Authorization failed: ${err.message}. Run \`meshwork-node login\` again.\n`,
+          `Authorization failed: ${printable(err.message)}. Run \`meshwork-node login\` again.\n`,
         )
       } else {
-        process.stderr.write(`Login failed: ${err instanceof Error ? err.message : String(err)}\n`)
+        const message = err instanceof Error ? err.message : String(err)
+        process.stderr.write(`Login failed: ${printable(message)}\n`)
       }
     }
   },

@@ -5,11 +5,13 @@
  */
 import type { Logger } from 'pino'
 import type { RunningAgent } from '../../agent/start-agent.ts'
+import { printable } from './printable.ts'
 
 /** Logs one line per notable event (readable, or JSON with `--json`: agent-log.ts). */
 export function printAgentEvents(agent: RunningAgent, server: string, log: Logger): void {
   const { events } = agent
-  const line = (s: string, level: 'info' | 'warn' = 'info') => log[level](s)
+  // Model names, ids and errors come from the coordinator: no terminal escapes from them.
+  const line = (s: string, level: 'info' | 'warn' = 'info') => log[level](printable(s))
   const origin = new URL(server).origin
   const name = (id: string) => agent.modelName(id) ?? `model ${id}`
   let told = false
