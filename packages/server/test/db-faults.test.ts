@@ -16,6 +16,7 @@ import { DbFaults } from './support/db-faults.ts'
 import { hostileNode } from './support/hostile-node.ts'
 import { balanceOf, expectAuditPasses } from './support/ledger.ts'
 import { FakeNode, linkNode, postJson, servingNode, waitUntil } from './support/network.ts'
+import { unhandledDuringSuite } from './support/unhandled.ts'
 import { SAVE_FAILED_MESSAGE } from '../src/core/scheduler/scheduler.ts'
 
 const redisUrl = process.env.TEST_REDIS_URL
@@ -24,13 +25,9 @@ describe.each(dialects)('[%s] database faults never end the process', (dialect) 
   let server: TestServer
   let faults: DbFaults
   let stories: string
-  const unhandled: unknown[] = []
-  const onRejection = (reason: unknown) => unhandled.push(reason)
-  const onException = (err: unknown) => unhandled.push(err)
+  const unhandled = unhandledDuringSuite()
 
   beforeAll(async () => {
-    process.on('unhandledRejection', onRejection)
-    process.on('uncaughtException', onException)
     server = await startTestServer(
       dialect,
       dialect === 'postgres' && redisUrl ? { redisUrl } : {},
@@ -51,8 +48,6 @@ describe.each(dialects)('[%s] database faults never end the process', (dialect) 
   })
   afterAll(async () => {
     await server?.stop()
-    process.off('unhandledRejection', onRejection)
-    process.off('uncaughtException', onException)
   })
 
   const uid = (pb: PocketBase) => pb.authStore.record!.id

@@ -16,6 +16,7 @@ import { balanceOf, expectAuditPasses } from '../support/ledger.ts'
 import { postJson, requestRowOf, servingNode, waitUntil } from '../support/network.ts'
 import { filtered, openStream, postSubscriptions } from '../support/sse.ts'
 import { startTcpCut, type TcpCut } from '../support/tcp-cut.ts'
+import { unhandledDuringSuite } from '../support/unhandled.ts'
 
 const databaseUrl = process.env.TEST_DATABASE_URL
 
@@ -106,21 +107,13 @@ function beforeSettlementCommit(port: number, onCommit: () => void): () => void 
   return () => (pg.Client.prototype.query = query)
 }
 
-/** Unhandled rejections and uncaught exceptions while the suite runs: each is a bug. */
-const unhandled: unknown[] = []
-const onUnhandled = (reason: unknown) => unhandled.push(reason)
-const watch = (on: boolean) => {
-  for (const event of ['unhandledRejection', 'uncaughtException'] as const)
-    process[on ? 'on' : 'off'](event, onUnhandled)
-}
-
 describe.runIf(databaseUrl)('PostgreSQL stalled [postgres]', () => {
+  const unhandled = unhandledDuringSuite()
   let cut: TcpCut
   let server: TestServer
   /** Each case's nodes, gone after it (a node left connected would take the next case's job). */
   const nodes: Array<{ kill(): void }> = []
   beforeAll(async () => {
-    watch(true)
     const target = new URL(databaseUrl!)
     cut = await startTcpCut(target.hostname, Number(target.port || 5432))
     server = await startTestServer('postgres', { databaseUrl: cut.through(databaseUrl!) })
@@ -137,7 +130,6 @@ describe.runIf(databaseUrl)('PostgreSQL stalled [postgres]', () => {
   afterAll(async () => {
     await server.stop()
     await cut.close()
-    watch(false)
   })
 
   const schema = () => server.core.config.databaseSchema
