@@ -4,13 +4,14 @@
  * reach past the node's own work on the owner's machine or network.
  */
 import { execFile } from 'node:child_process'
-import { mkdtemp, readdir, rm } from 'node:fs/promises'
+import { createHash } from 'node:crypto'
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { createServer, type IncomingMessage, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { downloadModelFile } from '../src/agent/download-model-file.ts'
+import { downloadModelFile, partialPath } from '../src/agent/download-model-file.ts'
 import { isTransient } from '../src/agent/model-manager.ts'
 import { LinkStartError, linkDevice } from '../src/auth/link-device.ts'
 
@@ -191,6 +192,27 @@ describe('a download that would fill the owner’s disk', () => {
     expect(isTransient(err)).toBe(false)
     expect(host.sent()).toBeLessThan(64 * 2 ** 20)
     expect(await readdir(dir)).toEqual([])
+  })
+})
+
+describe('a model host that ignores Range', () => {
+  it('answers a resume with the whole file (200): the part file starts over, not appended to', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'mw-hostile-range-'))
+    const file = Buffer.alloc(300_000, 0x61)
+    const server = createServer((_req, res) => res.writeHead(200).end(file))
+    const url = await listen(server)
+    await writeFile(partialPath(dir, 'm.gguf'), Buffer.alloc(1000, 0x7a))
+    const path = await downloadModelFile({
+      url: `${url}/f`,
+      directory: dir,
+      fileName: 'm.gguf',
+      sha256: createHash('sha256').update(file).digest('hex'),
+      sizeBytes: file.length,
+      attempts: 1,
+    })
+    await closeServer(server)
+    expect((await readFile(path)).equals(file)).toBe(true)
+    await rm(dir, { recursive: true, force: true })
   })
 })
 
