@@ -10,45 +10,30 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import type { ServerToNodeFrame } from '@meshwork/protocol'
 import { modelId } from '../fixtures.ts'
-import { signUp, startTestServer, type TestServer } from '../harness.ts'
+import { signUp, type TestServer } from '../harness.ts'
 import {
   postJson,
   requestRowOf,
+  sendInNewConversation,
   servingNode,
   waitUntil,
   type FakeNode,
 } from '../support/network.ts'
-import { freePort } from '../support/cluster.ts'
-import { OwnRedis } from '../support/own-redis.ts'
+import type { OwnRedis } from '../support/own-redis.ts'
+import { outageNetwork, redisState, TwoCoordinators } from '../support/two-coordinators.ts'
 
 const redisUrl = process.env.TEST_REDIS_URL
 const databaseUrl = process.env.TEST_DATABASE_URL
 if (!redisUrl || !databaseUrl)
   console.log('lost-cancels.test.ts: skipped (set TEST_DATABASE_URL and TEST_REDIS_URL)')
 
-const network = {
-  heartbeatTimeoutMs: 3000,
-  leaseTtlMs: 1500,
-  takeoverIntervalMs: 100,
-  scheduler: { stallMs: 30_000, offerTimeoutMs: 10_000 },
-}
-
 /** The registry's sweep: every heartbeatTimeoutMs / 2. */
-const SWEEP_MS = network.heartbeatTimeoutMs / 2
+const SWEEP_MS = outageNetwork.heartbeatTimeoutMs / 2
 
 type User = Awaited<ReturnType<typeof signUp>>
 
-async function send(server: TestServer, pb: User, model: string) {
-  const conversation = await pb.collection('conversations').create({ title: 'Lost cancel' })
-  const sent = await postJson(
-    server,
-    '/api/chat/send',
-    { conversation_id: conversation.id, model_id: model, prompt: 'Hello' },
-    pb.authStore.token,
-  )
-  expect(sent.status).toBe(200)
-  return { request: sent.body.request_id as string, conversation: conversation.id }
-}
+const send = (server: TestServer, pb: User, model: string) =>
+  sendInNewConversation(server, pb, { title: 'Lost cancel', model, prompt: 'Hello' })
 
 async function cancel(server: TestServer, pb: User, requestId: string) {
   const res = await postJson(
@@ -59,11 +44,6 @@ async function cancel(server: TestServer, pb: User, requestId: string) {
   )
   expect(res.status).toBe(200)
   expect((await requestRowOf(server, requestId)).status).toBe('cancelled')
-}
-
-async function redisState(server: TestServer): Promise<string> {
-  const res = await fetch(`${server.url}/api/system/health`)
-  return ((await res.json()) as { states: { redis: string } }).states.redis
 }
 
 const cancelled = (node: FakeNode, jobId: string) =>
@@ -85,27 +65,16 @@ function dropCancels(server: TestServer): string[] {
 }
 
 describe.runIf(redisUrl && databaseUrl)('cancels lost on the way to a node [postgres]', () => {
+  const coordinators = new TwoCoordinators()
   let redis: OwnRedis
   let a: TestServer
   let b: TestServer
 
   async function pair() {
-    redis = new OwnRedis(await freePort())
-    await redis.start()
-    a = await startTestServer('postgres', { redisUrl: redis.url }, { network })
-    const shared = {
-      redisUrl: redis.url,
-      databaseSchema: a.core.config.databaseSchema,
-      dataDir: a.core.config.dataDir,
-    }
-    b = await startTestServer('postgres', shared, { network })
+    ;({ redis, a, b } = await coordinators.start({}, { network: outageNetwork }))
   }
 
-  afterEach(async () => {
-    await a?.close().catch(() => {})
-    await b?.stop().catch(() => {})
-    await redis?.kill()
-  })
+  afterEach(() => coordinators.stop())
 
   it("a job_cancel lost while Redis is down: the node's process stops the job without the bus, and its slot serves the next request", async () => {
     await pair()

@@ -11,11 +11,10 @@
  * behaviour that was already right. Runs when TEST_DATABASE_URL and TEST_REDIS_URL are set.
  */
 import type PocketBase from 'pocketbase'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it } from 'vitest'
 import { SHUT_DOWN_MESSAGE } from '../../src/core/scheduler/takeover.ts'
 import { modelId } from '../fixtures.ts'
-import { signUp, startPeerServer, startTestServer, type TestServer } from '../harness.ts'
-import { freePort } from '../support/cluster.ts'
+import { signUp, type TestServer } from '../harness.ts'
 import { balanceOf, expectAuditPasses, txsOf } from '../support/ledger.ts'
 import {
   FakeNode,
@@ -26,20 +25,15 @@ import {
   servingNode,
   waitUntil,
 } from '../support/network.ts'
-import { OwnRedis } from '../support/own-redis.ts'
+import type { OwnRedis } from '../support/own-redis.ts'
 import { openStream } from '../support/sse.ts'
+import { outageNetwork, TwoCoordinators } from '../support/two-coordinators.ts'
+import { unhandledDuringSuite } from '../support/unhandled.ts'
 
 const redisUrl = process.env.TEST_REDIS_URL
 const databaseUrl = process.env.TEST_DATABASE_URL
 if (!redisUrl || !databaseUrl)
   console.log('sweep-frozen-redis.test.ts: skipped (set TEST_DATABASE_URL and TEST_REDIS_URL)')
-
-const network = {
-  heartbeatTimeoutMs: 3000,
-  leaseTtlMs: 1500,
-  takeoverIntervalMs: 100,
-  scheduler: { stallMs: 30_000, offerTimeoutMs: 10_000 },
-}
 
 /** Every answer comes within this while Redis is frozen (health's own checks give up at 2 s). */
 const WITHIN_MS = 3000
@@ -82,36 +76,19 @@ async function call(
 const redisState = async (server: TestServer) =>
   ((await call('system health', server, '/api/system/health')).states as { redis: string }).redis
 
-/** Unhandled rejections and uncaught exceptions while the suite runs: each is a bug. */
-const unhandled: unknown[] = []
-const onUnhandled = (reason: unknown) => unhandled.push(reason)
-
 describe.runIf(redisUrl && databaseUrl)('Redis frozen, two coordinators [postgres]', () => {
+  const unhandled = unhandledDuringSuite()
+  const coordinators = new TwoCoordinators()
   let redis: OwnRedis
   let a: TestServer
   let b: TestServer
 
-  beforeAll(() => {
-    process.on('unhandledRejection', onUnhandled)
-    process.on('uncaughtException', onUnhandled)
-  })
-  afterAll(() => {
-    process.off('unhandledRejection', onUnhandled)
-    process.off('uncaughtException', onUnhandled)
-  })
-
   async function pair() {
-    redis = new OwnRedis(await freePort())
-    await redis.start()
-    a = await startTestServer('postgres', { redisUrl: redis.url }, { network })
-    b = await startPeerServer(a, { redisUrl: redis.url }, { network })
+    ;({ redis, a, b } = await coordinators.start({}, { network: outageNetwork }))
   }
 
   afterEach(async () => {
-    redis?.resume()
-    await a?.close().catch(() => {})
-    await b?.stop().catch(() => {})
-    await redis?.kill()
+    await coordinators.stop()
     expect(unhandled).toEqual([])
   })
 
@@ -240,10 +217,10 @@ describe.runIf(redisUrl && databaseUrl)('Redis frozen, two coordinators [postgre
     const { node, pb, running, queued } = await runningAndQueued()
 
     redis.pause()
-    await sleep(2 * network.leaseTtlMs + 500) // every lease has lapsed inside the frozen Redis
+    await sleep(2 * outageNetwork.leaseTtlMs + 500) // every lease has lapsed inside the frozen Redis
     redis.resume()
     await thawed()
-    await sleep(2 * network.leaseTtlMs) // B looks every 100 ms
+    await sleep(2 * outageNetwork.leaseTtlMs) // B looks every 100 ms
 
     expect(await requestRowOf(a, running)).toMatchObject({
       status: 'processing',

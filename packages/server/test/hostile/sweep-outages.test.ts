@@ -10,89 +10,37 @@ import { sql } from 'kysely'
 import pg from 'pg'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { modelId } from '../fixtures.ts'
-import { signUp, startTestServer, type TestServer } from '../harness.ts'
-import { postJson, servingNode, waitUntil } from '../support/network.ts'
+import { signUp, type TestServer } from '../harness.ts'
+import { requestRowOf, sendInNewConversation, servingNode, waitUntil } from '../support/network.ts'
 import { balanceOf, expectAuditPasses } from '../support/ledger.ts'
-import { freePort } from '../support/cluster.ts'
-import { OwnRedis } from '../support/own-redis.ts'
+import type { OwnRedis } from '../support/own-redis.ts'
 import { filtered, openStream, postSubscriptions } from '../support/sse.ts'
+import { outageNetwork, redisState, TwoCoordinators } from '../support/two-coordinators.ts'
+import { unhandledDuringSuite } from '../support/unhandled.ts'
 
 const redisUrl = process.env.TEST_REDIS_URL
 const databaseUrl = process.env.TEST_DATABASE_URL
 if (!redisUrl || !databaseUrl)
   console.log('sweep-outages.test.ts: skipped (set TEST_DATABASE_URL and TEST_REDIS_URL)')
 
-const network = {
-  heartbeatTimeoutMs: 3000,
-  leaseTtlMs: 1500,
-  takeoverIntervalMs: 100,
-  scheduler: { stallMs: 30_000, offerTimeoutMs: 10_000 },
-}
-
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
-const rowOf = (server: TestServer, id: string) =>
-  server.core.database.db
-    .selectFrom('requests')
-    .selectAll()
-    .where('id', '=', id)
-    .executeTakeFirstOrThrow()
-
-async function send(server: TestServer, pb: Awaited<ReturnType<typeof signUp>>, model: string) {
-  const conversation = await pb.collection('conversations').create({ title: 'Outage' })
-  const sent = await postJson(
-    server,
-    '/api/chat/send',
-    { conversation_id: conversation.id, model_id: model, prompt: 'Hello' },
-    pb.authStore.token,
-  )
-  expect(sent.status).toBe(200)
-  return sent.body.request_id as string
-}
-
-async function redisState(server: TestServer): Promise<string> {
-  const res = await fetch(`${server.url}/api/system/health`)
-  return ((await res.json()) as { states: { redis: string } }).states.redis
-}
-
-/** Unhandled rejections and uncaught exceptions while the suite runs: each is a bug (an uncaught
- * exception ends a coordinator; main.ts logs an unhandled rejection and goes on). */
-const unhandled: unknown[] = []
-const onUnhandled = (reason: unknown) => unhandled.push(reason)
-function watchUnhandled() {
-  process.on('unhandledRejection', onUnhandled)
-  process.on('uncaughtException', onUnhandled)
-}
-function unwatchUnhandled() {
-  process.off('unhandledRejection', onUnhandled)
-  process.off('uncaughtException', onUnhandled)
-}
+const send = async (server: TestServer, pb: Awaited<ReturnType<typeof signUp>>, model: string) =>
+  (await sendInNewConversation(server, pb, { title: 'Outage', model, prompt: 'Hello' })).request
 
 describe.runIf(redisUrl && databaseUrl)('Redis outages, two coordinators [postgres]', () => {
+  const unhandled = unhandledDuringSuite()
+  const coordinators = new TwoCoordinators()
   let redis: OwnRedis
   let a: TestServer
   let b: TestServer
 
-  beforeAll(watchUnhandled)
-  afterAll(unwatchUnhandled)
-
-  async function pair(extra: Record<string, unknown> = {}) {
-    redis = new OwnRedis(await freePort())
-    await redis.start()
-    a = await startTestServer('postgres', { redisUrl: redis.url, ...extra }, { network })
-    const shared = {
-      redisUrl: redis.url,
-      databaseSchema: a.core.config.databaseSchema,
-      dataDir: a.core.config.dataDir,
-      ...extra,
-    }
-    b = await startTestServer('postgres', shared, { network })
+  async function pair() {
+    ;({ redis, a, b } = await coordinators.start({}, { network: outageNetwork }))
   }
 
   afterEach(async () => {
-    await a?.close().catch(() => {})
-    await b?.stop().catch(() => {})
-    await redis?.kill()
+    await coordinators.stop()
     expect(unhandled).toEqual([])
   })
 
@@ -119,27 +67,27 @@ describe.runIf(redisUrl && databaseUrl)('Redis outages, two coordinators [postgr
     await redis.kill()
     await waitUntil(async () => (await redisState(a)) === 'offline', 10_000, 'health: Redis down')
     // Down for longer than a lease: nobody can renew, nobody can tell who is alive.
-    await sleep(network.leaseTtlMs + 500)
+    await sleep(outageNetwork.leaseTtlMs + 500)
     await redis.start()
     await waitUntil(async () => (await redisState(b)) === 'online', 10_000, 'health: Redis up')
     // What was published meanwhile reached no stream: B ends its streams, whose clients
     // reconnect and refetch (the web app does on PB_CONNECT).
     await waitUntil(() => stream.ended, 10_000, "B's stream ended once the bus was back")
-    await sleep(2 * network.leaseTtlMs)
+    await sleep(2 * outageNetwork.leaseTtlMs)
     // Restarted in a blink, between two of A's renewals (every 375 ms): A sees no error, but its
     // lease is gone with the data while B looks (every 100 ms).
     for (let i = 0; i < 3; i++) {
       await redis.kill()
       await redis.start()
-      await sleep(network.leaseTtlMs)
+      await sleep(outageNetwork.leaseTtlMs)
     }
 
     // A was alive all along: B must not have failed A's running request or run its queued one.
-    expect(await rowOf(a, running)).toMatchObject({
+    expect(await requestRowOf(a, running)).toMatchObject({
       status: 'processing',
       lease_owner: a.core.processId,
     })
-    expect(await rowOf(a, queued)).toMatchObject({
+    expect(await requestRowOf(a, queued)).toMatchObject({
       status: 'pending',
       lease_owner: a.core.processId,
     })
@@ -167,16 +115,19 @@ describe.runIf(redisUrl && databaseUrl)('Redis outages, two coordinators [postgr
     done(node.jobs[0].job_id)
     for (const id of [running, queued]) {
       await waitUntil(
-        async () => (await rowOf(a, id)).status === 'completed',
+        async () => (await requestRowOf(a, id)).status === 'completed',
         10_000,
         `request ${id} answered`,
       )
-      expect(await rowOf(a, id)).toMatchObject({ lease_owner: a.core.processId, reserved: 0 })
+      expect(await requestRowOf(a, id)).toMatchObject({
+        lease_owner: a.core.processId,
+        reserved: 0,
+      })
     }
     expect(node.jobs.length).toBe(2) // one job each: nothing ran twice
     expect(node.frames.filter((f) => f.type === 'job_cancel')).toEqual([])
-    const costs = (await Promise.all([rowOf(a, running), rowOf(a, queued)])).map((r) =>
-      Number(r.cost),
+    const costs = (await Promise.all([requestRowOf(a, running), requestRowOf(a, queued)])).map(
+      (r) => Number(r.cost),
     )
     expect(costs.every((c) => c > 0)).toBe(true)
     expect(await balanceOf(a, user)).toMatchObject({
@@ -222,30 +173,18 @@ async function backendsOf(server: TestServer): Promise<number[]> {
 }
 
 describe.runIf(redisUrl && databaseUrl)('PostgreSQL connections dropped [postgres]', () => {
-  let redis: OwnRedis
+  const unhandled = unhandledDuringSuite()
+  const coordinators = new TwoCoordinators()
   let a: TestServer
-  let b: TestServer
   let admin: pg.Client
 
   beforeAll(async () => {
-    watchUnhandled()
-    redis = new OwnRedis(await freePort())
-    await redis.start()
-    a = await startTestServer('postgres', { redisUrl: redis.url }, { network })
-    const shared = {
-      redisUrl: redis.url,
-      databaseSchema: a.core.config.databaseSchema,
-      dataDir: a.core.config.dataDir,
-    }
-    b = await startTestServer('postgres', shared, { network })
+    ;({ a } = await coordinators.start({}, { network: outageNetwork }))
     admin = await adminClient()
   })
   afterAll(async () => {
     await admin?.end()
-    await a?.close().catch(() => {})
-    await b?.stop().catch(() => {})
-    await redis?.kill()
-    unwatchUnhandled()
+    await coordinators.stop()
   })
 
   async function listOk(pb: Awaited<ReturnType<typeof signUp>>) {
@@ -272,11 +211,11 @@ describe.runIf(redisUrl && databaseUrl)('PostgreSQL connections dropped [postgre
     for (let i = 0; i < 20; i++) statuses.push(await listOk(pb))
     expect(statuses.every((s) => s === 200)).toBe(true)
     await waitUntil(
-      async () => (await rowOf(a, id)).status === 'completed',
+      async () => (await requestRowOf(a, id)).status === 'completed',
       15_000,
       'request answered',
     )
-    const row = await rowOf(a, id)
+    const row = await requestRowOf(a, id)
     expect(row).toMatchObject({ reserved: 0, response: 'Once upon a time' })
     expect(await balanceOf(a, user)).toMatchObject({
       held: 0,
@@ -321,11 +260,11 @@ describe.runIf(redisUrl && databaseUrl)('PostgreSQL connections dropped [postgre
     await admin.query('SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) pid', [waiting])
     await admin.query('ROLLBACK')
     await waitUntil(
-      async () => (await rowOf(a, id)).status === 'completed',
+      async () => (await requestRowOf(a, id)).status === 'completed',
       15_000,
       'request settled',
     )
-    const settled = await rowOf(a, id)
+    const settled = await requestRowOf(a, id)
     expect(settled).toMatchObject({ reserved: 0, response: 'Hello to you' })
     expect(Number(settled.cost)).toBeGreaterThan(0)
     const after = await balanceOf(a, user)

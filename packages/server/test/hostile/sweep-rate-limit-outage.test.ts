@@ -14,14 +14,15 @@
  * Runs when TEST_DATABASE_URL and TEST_REDIS_URL are set (CI sets both).
  */
 import PocketBase from 'pocketbase'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it } from 'vitest'
 import type { Config } from '../../src/config.ts'
 import { modelId } from '../fixtures.ts'
-import { startTestServer, type TestServer } from '../harness.ts'
-import { freePort } from '../support/cluster.ts'
+import type { TestServer } from '../harness.ts'
 import { servingNode, waitUntil } from '../support/network.ts'
-import { OwnRedis } from '../support/own-redis.ts'
+import type { OwnRedis } from '../support/own-redis.ts'
 import { openStream, postSubscriptions } from '../support/sse.ts'
+import { redisState, TwoCoordinators } from '../support/two-coordinators.ts'
+import { unhandledDuringSuite } from '../support/unhandled.ts'
 
 const redisUrl = process.env.TEST_REDIS_URL
 const databaseUrl = process.env.TEST_DATABASE_URL
@@ -115,45 +116,21 @@ function expectAnsweredWell(answers: Answer[]) {
   }
 }
 
-async function redisState(server: TestServer): Promise<string> {
-  const res = await fetch(`${server.url}/api/system/health`)
-  return ((await res.json()) as { states: { redis: string } }).states.redis
-}
-
-/** Unhandled rejections and uncaught exceptions while the suite runs: each is a bug. */
-const unhandled: unknown[] = []
-const onUnhandled = (reason: unknown) => unhandled.push(reason)
-
 describe.runIf(redisUrl && databaseUrl)(
   'Rate limits while Redis is down, two coordinators [postgres]',
   () => {
+    const unhandled = unhandledDuringSuite()
+    const coordinators = new TwoCoordinators()
     let redis: OwnRedis
     let a: TestServer
     let b: TestServer
 
-    beforeAll(() => {
-      process.on('unhandledRejection', onUnhandled)
-      process.on('uncaughtException', onUnhandled)
-    })
-    afterAll(() => {
-      process.off('unhandledRejection', onUnhandled)
-      process.off('uncaughtException', onUnhandled)
-    })
-
     async function pair() {
-      redis = new OwnRedis(await freePort())
-      await redis.start()
-      const config = { redisUrl: redis.url, trustedProxies: ['127.0.0.1'], ...limits }
-      a = await startTestServer('postgres', config)
-      const { databaseSchema, dataDir } = a.core.config
-      b = await startTestServer('postgres', { ...config, databaseSchema, dataDir })
+      ;({ redis, a, b } = await coordinators.start({ trustedProxies: ['127.0.0.1'], ...limits }))
     }
 
     afterEach(async () => {
-      redis?.resume()
-      await a?.close().catch(() => {})
-      await b?.stop().catch(() => {})
-      await redis?.kill()
+      await coordinators.stop()
       expect(unhandled).toEqual([])
     })
 

@@ -13,6 +13,7 @@ import {
   type NodeToServerFrame,
   type ServerToNodeFrame,
 } from '@meshwork/protocol'
+import { expect } from 'vitest'
 import { signUp, type TestServer } from '../harness.ts'
 
 import { waitUntil } from '@meshwork/test-kit'
@@ -42,6 +43,26 @@ export async function sendChat(
   )
   if (res.status !== 200) throw new Error(`send refused: ${res.status} ${JSON.stringify(res.body)}`)
   return res.body.request_id as string
+}
+
+/**
+ * Sends `prompt` as `pb`'s user in a new conversation titled `title`, expecting it accepted (200);
+ * answers the new request's id and the conversation's.
+ */
+export async function sendInNewConversation(
+  server: TestServer,
+  pb: PocketBase,
+  message: { title: string; model: string; prompt: string },
+) {
+  const conversation = await pb.collection('conversations').create({ title: message.title })
+  const sent = await postJson(
+    server,
+    '/api/chat/send',
+    { conversation_id: conversation.id, model_id: message.model, prompt: message.prompt },
+    pb.authStore.token,
+  )
+  expect(sent.status).toBe(200)
+  return { request: sent.body.request_id as string, conversation: conversation.id }
 }
 
 /** Sends 'Tell me a story' in a new conversation of `pb`'s user; answers the request's id. */
