@@ -19,11 +19,9 @@ import { TAKEN_OVER_MESSAGE } from '../../src/core/scheduler/takeover.ts'
 import {
   FakeNode,
   askStory,
-  linkNode,
+  linkedNode,
   postJson,
   requestRowOf,
-  serveModel,
-  verifyNode,
   waitUntil,
 } from '../support/network.ts'
 
@@ -66,11 +64,9 @@ describe.each(dialects)(
       )
       stories = await modelId(server)
       const owner = await signUp(server, 'provider')
-      const { nodeId, credential } = await linkNode(server, owner)
-      await verifyNode(server, nodeId)
-      node = new GatedNode(server, nodeId, credential, 1)
-      await node.connect()
-      await serveModel(server, owner, nodeId, stories)
+      const make = (nodeId: string, credential: string) =>
+        new GatedNode(server, nodeId, credential, 1)
+      ;({ node } = await linkedNode(server, stories, owner, make))
     })
     afterAll(async () => {
       node.kill()

@@ -6,7 +6,7 @@
 import type PocketBase from 'pocketbase'
 import type { JobOfferFrame } from '@meshwork/protocol'
 import { signUp, type TestServer } from '../harness.ts'
-import { FakeNode, linkNode, serveModel, verifyNode, waitUntil } from './network.ts'
+import { FakeNode, linkedNode, waitUntil } from './network.ts'
 
 export type Behaviour = (job: JobOfferFrame, node: HostileNode) => Promise<void>
 
@@ -93,10 +93,6 @@ export async function hostileNode(
   { probation = false } = {},
 ) {
   owner ??= await signUp(server, 'hostile')
-  const { nodeId, credential } = await linkNode(server, owner)
-  if (!probation) await verifyNode(server, nodeId)
-  const node = new HostileNode(server, nodeId, credential)
-  await node.connect()
-  await serveModel(server, owner, nodeId, modelId)
-  return { owner, node }
+  const make = (nodeId: string, credential: string) => new HostileNode(server, nodeId, credential)
+  return linkedNode(server, modelId, owner, make, { probation })
 }

@@ -289,9 +289,25 @@ export async function servingNode(
   { probation = false } = {},
 ) {
   const owner = await signUp(server, 'owner')
+  const make = (nodeId: string, credential: string) =>
+    new FakeNode(socketServer, nodeId, credential, maxJobs)
+  return linkedNode(server, modelId, owner, make, { probation })
+}
+
+/**
+ * A node of `owner`'s, linked through `server` and serving `modelId`, verified unless `probation`;
+ * `make` builds the fake node (FakeNode or a kind of its own) that connects as it.
+ */
+export async function linkedNode<Node extends FakeNode>(
+  server: TestServer,
+  modelId: string,
+  owner: PocketBase,
+  make: (nodeId: string, credential: string) => Node,
+  { probation = false } = {},
+) {
   const { nodeId, credential } = await linkNode(server, owner)
   if (!probation) await verifyNode(server, nodeId)
-  const node = new FakeNode(socketServer, nodeId, credential, maxJobs)
+  const node = make(nodeId, credential)
   await node.connect()
   await serveModel(server, owner, nodeId, modelId)
   return { owner, node }
