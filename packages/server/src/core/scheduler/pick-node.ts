@@ -7,6 +7,7 @@
  * (or when no verified node is free).
  */
 import type { NodeHandle, NodeRegistry } from '../nodes/node-registry.ts'
+import type { Work } from './work.ts'
 
 export interface NodeChoice {
   /** The best node with a free slot, or null. */
@@ -82,6 +83,21 @@ export function chooseNode(
     anyEligible,
     anyAway,
   }
+}
+
+/** A canary goes to its node (`nodeId`) only, while it waits for it (`waitMs` from its
+ * queueing), and is offered once. */
+export function canaryChoice(
+  nodeId: string,
+  work: Pick<Work, 'queuedAt' | 'offers'>,
+  registry: NodeRegistry,
+  waitMs: number,
+): NodeChoice {
+  const session = registry.get(nodeId)
+  const waiting = Date.now() - work.queuedAt < waitMs
+  const up = Boolean(session?.open && session.helloed) && work.offers === 0 && waiting
+  const free = up && session!.freeSlots > 0
+  return { node: free ? session! : null, owner: '', speed: 0, anyEligible: up, anyAway: false }
 }
 
 /** Best reputation first, then the measured speed, then the least loaded; the first seen on a tie. */

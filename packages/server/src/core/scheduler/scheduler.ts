@@ -9,27 +9,25 @@
 import type { CoreApp } from '../app.ts'
 import type { Row } from '../records/serialize.ts'
 import { OPEN_STATUSES } from '../ledger/settlement.ts'
-import { AnswerMeter } from '../metering/answer-meter.ts'
 import type { FailureKind, NodeHealth } from '../nodes/node-health.ts'
 import type { NodeRegistry, RegistryListener } from '../nodes/node-registry.ts'
 import { CoalescedPublisher } from './coalesced-publisher.ts'
 import { CandidateCache } from './candidate-cache.ts'
-import { chooseNode, type CandidateRow, type NodeChoice } from './pick-node.ts'
-import { expectedJobSpeed, jobDeadlineMs } from './job-deadline.ts'
+import { canaryChoice, chooseNode, type CandidateRow, type NodeChoice } from './pick-node.ts'
 import { background } from '../../tools/background.ts'
 import {
-  cancelAndPublish,
-  chargeDeletedAndPublish,
   createJob,
   loadRequestRow,
   type JobRecord,
   markProcessing,
   setJobStatus,
 } from './request-writes.ts'
-import { endCompleted, failAndPublish, stopRetrying } from './request-endings.ts'
+import { endCompleted, stopRetrying } from './request-endings.ts'
 import { partialRow, publishPartial, publishRequeued } from './partial-events.ts'
 import { noteFullAnswer } from './full-node.ts'
 import { ChoiceRetries } from './choice-retries.ts'
+import { WorkBook } from './work-book.ts'
+import { RequestStops } from './request-stops.ts'
 import {
   ATTEMPT_ENDED,
   FULL_NODE_PAUSE_MS,
@@ -39,6 +37,8 @@ import {
   DRAIN_REASON,
   type JobFrame,
   type SchedulerOptions,
+  newJob,
+  newWork,
   type Work,
   type WorkItem,
 } from './work.ts'
@@ -55,23 +55,20 @@ const STALL_CHECK_MS = 500
 
 export class Scheduler implements RegistryListener {
   private choiceRetries = new ChoiceRetries(() => this.onCapacity())
-  private queue: Work[] = []
-  private byJob = new Map<string, Work>()
-  /** Every request of this scheduler, queued, being offered, running or being settled. */
-  private byRequest = new Map<string, Work>()
+  /** The requests this scheduler has, and their writes in order. */
+  private book: WorkBook
+  /** How a request leaves before its node has finished it (request-stops.ts). */
+  private stops: RequestStops
   private pumping = false
   private pumpAgain = false
   private timer: NodeJS.Timeout
   private pauses = new PauseWatch(STALL_CHECK_MS)
   private runningCheck: RunningCheck<Work>
-  private idleWaiters: Array<() => void> = []
   private closed = false
   /** Draining (graceful shutdown): nothing new goes out; what is queued goes to `handOff`. */
   private draining = false
   /** Where queued work goes while draining (another process, or failed retryable when alone). */
   handOff: ((work: WorkItem) => void) | null = null
-  /** Database writes still running (settlements, failures): a drained process waits for them. */
-  private writes = new Set<Promise<void>>()
   /** The nodes serving each model, kept between passes. */
   private candidates: CandidateCache
 
@@ -82,9 +79,16 @@ export class Scheduler implements RegistryListener {
     private options: SchedulerOptions,
   ) {
     registry.listener = this
+    this.book = new WorkBook(
+      core,
+      registry,
+      () => this.closed,
+      () => this.pumping,
+    )
+    this.stops = new RequestStops(this.book, core, () => this.onCapacity())
     this.candidates = new CandidateCache(() => core.database.db, core.events, core.bus)
-    this.runningCheck = new RunningCheck(core, options, this.byRequest, (work) =>
-      this.dropStale(work, 'request ended or taken over elsewhere; its attempt here stops'),
+    this.runningCheck = new RunningCheck(core, options, this.book.byRequest, (work) =>
+      this.stops.dropStale(work, 'request ended or taken over elsewhere; its attempt here stops'),
     )
     this.timer = setInterval(() => this.checkStalls(), STALL_CHECK_MS)
     this.timer.unref()
@@ -93,43 +97,29 @@ export class Scheduler implements RegistryListener {
   /** Queues a request; answers its position in the queue (0: goes out first). `row`: the request
    * as its send stored it a moment ago (otherwise it is read before the offer). */
   enqueue(item: WorkItem, row?: Row): number {
-    const work: Work = {
-      ...item,
-      tried: new Set(),
-      triedOwners: new Set(),
-      offers: 0,
-      queuedAt: Date.now(),
-      job: null,
-      lastError: '',
-      publisher: null,
-      row: row ?? null,
-      chain: Promise.resolve(),
-      ending: false,
-      awaySince: null,
-      fullRun: null,
-    }
-    const stale = this.byRequest.get(item.requestId)
-    if (stale) this.dropStale(stale)
-    this.byRequest.set(item.requestId, work)
-    this.queue.push(work)
-    const position = this.queue.filter((w) => w.modelId === item.modelId).length - 1
+    const work = newWork(item, row ?? null)
+    const stale = this.book.byRequest.get(item.requestId)
+    if (stale) this.stops.dropStale(stale)
+    this.book.byRequest.set(item.requestId, work)
+    this.book.queue.push(work)
+    const position = this.book.queue.filter((w) => w.modelId === item.modelId).length - 1
     this.onCapacity()
     return position
   }
 
   /** Requests waiting plus running. */
   get load(): number {
-    return this.queue.length + this.byJob.size
+    return this.book.load
   }
 
   /** Requests waiting for a node. */
   get queued(): number {
-    return this.queue.length
+    return this.book.queue.length
   }
 
   /** Jobs out on nodes. */
   get running(): number {
-    return this.byJob.size
+    return this.book.byJob.size
   }
 
   onCapacity(): void {
@@ -143,7 +133,7 @@ export class Scheduler implements RegistryListener {
    * purpose still pays a failure per disconnect, and is benched after three.
    */
   onNodeGone(nodeId: string): void {
-    const dropped = [...this.byJob.values()].filter((work) => work.job?.nodeId === nodeId)
+    const dropped = [...this.book.byJob.values()].filter((work) => work.job?.nodeId === nodeId)
     // A canary's loss is the one held against the node: that also fails the canary.
     dropped.sort((a, b) => Number(b.canary) - Number(a.canary))
     for (const [i, work] of dropped.entries())
@@ -152,7 +142,7 @@ export class Scheduler implements RegistryListener {
   }
 
   onJobFrame(nodeId: string, frame: JobFrame): void {
-    const work = this.byJob.get(frame.job_id)
+    const work = this.book.byJob.get(frame.job_id)
     if (!work?.job || work.job.nodeId !== nodeId) return // a stale frame of a job given away
     const job = work.job
     // Measured speed runs from the acceptance (health.success): an acceptance repeated later, or
@@ -167,7 +157,7 @@ export class Scheduler implements RegistryListener {
         job.acked = true
         job.acceptedAt = job.lastActivity = Date.now()
         work.fullRun = null
-        return this.serial(work, () => this.markProcessing(work, job.id, nodeId))
+        return this.book.serial(work, () => this.markProcessing(work, job.id, nodeId))
       case 'job_chunk':
         job.meter.push(frame.text, frame.tokens)
         // An empty chunk changes nothing: it neither keeps the job alive nor delays the first text.
@@ -190,20 +180,7 @@ export class Scheduler implements RegistryListener {
    * its hold is released and nothing is charged. False when it is not this scheduler's.
    */
   abandon(requestId: string, message: string): boolean {
-    const work =
-      this.queue.find((w) => w.requestId === requestId) ??
-      [...this.byJob.values()].find((w) => w.requestId === requestId)
-    if (!work) return false
-    this.unqueue(work)
-    const job = work.job
-    if (job) {
-      this.release(work)
-      this.registry.get(job.nodeId)?.send({ type: 'job_cancel', job_id: job.id })
-      this.serial(work, () => setJobStatus(this.core, job.id, 'cancelled'))
-    }
-    this.fail(work, message)
-    this.onCapacity()
-    return true
+    return this.stops.abandon(requestId, message)
   }
 
   /**
@@ -215,40 +192,7 @@ export class Scheduler implements RegistryListener {
    * scheduler does not have it (another process may).
    */
   cancel(requestId: string): Promise<void> | null {
-    const work = this.byRequest.get(requestId)
-    if (!work || work.canary) return null
-    if (work.ending) return work.chain
-    work.ending = true
-    this.unqueue(work)
-    const job = work.job
-    const cancellation = {
-      requestId,
-      nodeId: '',
-      response: '',
-      tokensInput: 0,
-      tokensOutput: 0,
-      processingTimeMs: 0,
-    }
-    if (job) {
-      // What the coordinator counted of the part streamed (no claim from the node: none came).
-      const answer = job.meter.finish(null)
-      this.release(work)
-      this.registry.get(job.nodeId)?.send({ type: 'job_cancel', job_id: job.id })
-      Object.assign(cancellation, {
-        nodeId: job.nodeId,
-        response: answer.text,
-        tokensInput: work.estimatedInput,
-        tokensOutput: answer.tokensOutput,
-        processingTimeMs: job.acked ? Date.now() - job.acceptedAt : 0,
-      })
-      this.serial(work, () => setJobStatus(this.core, job.id, 'cancelled'))
-    }
-    // Being offered (between the queue and its node): dispatch sees `ending` and stops there.
-    this.end(work, async () => {
-      await cancelAndPublish(this.core, cancellation)
-    })
-    this.onCapacity()
-    return work.chain
+    return this.stops.cancel(requestId)
   }
 
   /**
@@ -257,34 +201,12 @@ export class Scheduler implements RegistryListener {
    * its node had streamed. Every process hears the deletion; only the one running it acts.
    */
   onRequestDeleted(requestId: string): void {
-    const known = this.byRequest.get(requestId)
-    if (known) {
-      known.ending = true
-      this.byRequest.delete(requestId)
-    }
-    const queued = this.queue.findIndex((w) => w.requestId === requestId)
-    if (queued >= 0) {
-      this.queue.splice(queued, 1)
-      this.checkIdle()
-      return
-    }
-    const work = [...this.byJob.values()].find((w) => w.requestId === requestId)
-    const job = work?.job
-    if (!work || !job) return
-    this.release(work)
-    this.registry.get(job.nodeId)?.send({ type: 'job_cancel', job_id: job.id })
-    // What the coordinator counted of the part streamed (no claim from the node: none came).
-    const tokensOutput = job.meter.finish(null).tokensOutput
-    if (tokensOutput > 0) {
-      this.serial(work, () => chargeDeletedAndPublish(this.core, work, job.nodeId, tokensOutput))
-    }
-    this.onCapacity()
+    this.stops.deleted(requestId)
   }
 
   /** Resolves when nothing is queued or running (tests, shutdown). */
   idle(): Promise<void> {
-    if (!this.load) return Promise.resolve()
-    return new Promise((resolve) => this.idleWaiters.push(resolve))
+    return this.book.idle()
   }
 
   /** Stops sending work out: queued requests (now and later) go to `handOff`; jobs out on
@@ -296,12 +218,12 @@ export class Scheduler implements RegistryListener {
 
   /** Takes every running request off its node and fails it retryable (a drain's deadline). */
   abandonRunning(message: string): void {
-    for (const work of [...this.byJob.values()]) this.abandon(work.requestId, message)
+    for (const work of [...this.book.byJob.values()]) this.abandon(work.requestId, message)
   }
 
   /** Resolves when the database writes begun so far (and those they lead to) are done. */
-  async flushWrites(): Promise<void> {
-    while (this.writes.size) await Promise.allSettled([...this.writes])
+  flushWrites(): Promise<void> {
+    return this.book.flushWrites()
   }
 
   /** How many active nodes serve the model and are online or busy (a send's availability). */
@@ -315,19 +237,20 @@ export class Scheduler implements RegistryListener {
     stopRetrying(this.core)
     clearInterval(this.timer)
     this.choiceRetries.close()
-    for (const w of this.byJob.values()) w.publisher?.stop()
+    for (const w of this.book.byJob.values()) w.publisher?.stop()
   }
 
   private async pump(): Promise<void> {
     if (this.closed) return
     if (this.draining) {
-      const queued = this.queue.splice(0)
+      const queued = this.book.queue.splice(0)
       for (const work of queued) {
         // A canary is for this process's own check; a request goes to whoever can run it.
-        if (work.canary || !this.handOff) this.fail(work, `${NO_NODE_MESSAGE} (${DRAIN_REASON})`)
+        if (work.canary || !this.handOff)
+          this.book.fail(work, `${NO_NODE_MESSAGE} (${DRAIN_REASON})`)
         else this.handOff(work)
       }
-      this.checkIdle()
+      this.book.checkIdle()
       return
     }
     if (this.pumping) {
@@ -345,7 +268,7 @@ export class Scheduler implements RegistryListener {
         // the model waits too, without looking through its nodes again (a slot freed meanwhile
         // starts another pass).
         const full = new Set<string>()
-        for (const work of [...this.queue]) {
+        for (const work of [...this.book.queue]) {
           const fresh = !work.canary && work.tried.size === 0 && work.triedOwners.size === 0
           if (fresh && full.has(work.modelId)) continue
           const choice = await this.choose(work, candidates).catch((err: unknown) =>
@@ -354,23 +277,23 @@ export class Scheduler implements RegistryListener {
           if (!choice) continue
           if (fresh && !choice.node && choice.anyEligible) full.add(work.modelId)
           // Deleted (or otherwise taken out) while the choice was made.
-          const index = this.queue.indexOf(work)
+          const index = this.book.queue.indexOf(work)
           if (index < 0) continue
           // A connected node could run it (busy or not): no longer waiting for one to come back.
           if (choice.anyEligible) work.awaySince = null
           if (choice.node) {
-            this.queue.splice(index, 1)
+            this.book.queue.splice(index, 1)
             // One request's failure must not hold up the ones queued behind it.
             await this.dispatch(work, choice).catch((err) => {
               log.error({ err }, 'scheduler dispatch failed')
-              if (!work.job) this.fail(work, NO_NODE_MESSAGE)
+              if (!work.job) this.book.fail(work, NO_NODE_MESSAGE)
             })
           } else if (!choice.anyEligible) {
             // Its nodes are between connections: it waits for one to say hello again (a hello
             // starts a pass), for a while (checkStalls looks again).
             if (choice.anyAway && !this.waitedLongEnough(work)) continue
-            this.queue.splice(index, 1)
-            this.fail(
+            this.book.queue.splice(index, 1)
+            this.book.fail(
               work,
               work.lastError ? `${NO_NODE_MESSAGE} (${work.lastError})` : NO_NODE_MESSAGE,
             )
@@ -381,7 +304,7 @@ export class Scheduler implements RegistryListener {
       log.error({ err }, 'scheduler pump failed')
     } finally {
       this.pumping = false
-      this.checkIdle()
+      this.book.checkIdle()
     }
   }
 
@@ -390,13 +313,8 @@ export class Scheduler implements RegistryListener {
     work: Work,
     candidates: Map<string, Promise<CandidateRow[]>>,
   ): Promise<NodeChoice> {
-    if (work.canary) {
-      const session = this.registry.get(work.canary.nodeId)
-      const waiting = Date.now() - work.queuedAt < this.options.canaryWaitMs
-      const up = Boolean(session?.open && session.helloed) && work.offers === 0 && waiting
-      const free = up && session!.freeSlots > 0
-      return { node: free ? session! : null, owner: '', speed: 0, anyEligible: up, anyAway: false }
-    }
+    if (work.canary)
+      return canaryChoice(work.canary.nodeId, work, this.registry, this.options.canaryWaitMs)
     let rows = candidates.get(work.modelId)
     if (!rows) {
       rows = this.candidates.candidates(work.modelId)
@@ -418,29 +336,16 @@ export class Scheduler implements RegistryListener {
     const nodeId = session.nodeId
     // The stored row is the base of partial events: known before the first chunk can arrive.
     work.row ??= await loadRequestRow(this.core, work.requestId)
-    // Its rows are gone (deleted with its conversation): nothing to run, and nothing may block the
-    // requests queued behind it.
-    // Gone (deleted with its conversation), or ended (cancelled before it was queued here).
-    if (!work.row || work.ending || !OPEN.has(String(work.row.status))) return this.forget(work)
+    // Gone (deleted with its conversation), or ended (cancelled before it was queued here):
+    // nothing to run, and nothing may block the requests queued behind it.
+    if (!work.row || work.ending || !OPEN.has(String(work.row.status)))
+      return this.book.forget(work)
     const jobId = newRecordId()
     work.tried.add(nodeId)
     work.offers++
-    const deadline = this.options.deadline
-    const budget = { inputTokens: work.estimatedInput, outputTokens: work.maxTokens }
-    // Held to the speed the coordinator measured on the node's real jobs, never its own claim.
-    const speed = expectedJobSpeed(choice.speed, deadline)
-    const now = Date.now()
-    work.job = {
-      id: jobId,
-      nodeId,
-      owner: choice.owner,
-      acked: false,
-      acceptedAt: now,
-      lastActivity: now,
-      deadline: now + jobDeadlineMs(budget, speed, deadline),
-      meter: new AnswerMeter(work.maxTokens, work.meterRule),
-    }
-    this.byJob.set(jobId, work)
+    // Its deadline is held to the speed the coordinator measured on the node (work.ts, newJob).
+    work.job = newJob(work, jobId, nodeId, choice, this.options.deadline)
+    this.book.byJob.set(jobId, work)
     session.jobs.add(jobId)
     work.publisher = new CoalescedPublisher(this.options.streamIntervalMs, () =>
       publishPartial(this.core, work),
@@ -448,7 +353,7 @@ export class Scheduler implements RegistryListener {
     // The job's row is written after the offer has gone out (the first token waits for no write),
     // first on the request's chain: the job's later writes (accepted, ended) follow it. A process
     // that dies in between takes the offer with it: the node drops jobs of a closed socket.
-    this.serial(work, () => this.recordJob(work, jobId, nodeId))
+    this.book.serial(work, () => this.recordJob(work, jobId, nodeId))
     const sent = session.send({
       type: 'job_offer',
       job_id: jobId,
@@ -470,17 +375,17 @@ export class Scheduler implements RegistryListener {
       log.error({ err, requestId: work.requestId }, 'recording a job failed')
     }
     if (stored === 'stored' || !stillOffered()) return
-    if (stored === 'lost') return this.giveUp(work)
+    if (stored === 'lost') return this.stops.giveUp(work)
     // The request was deleted meanwhile, or its job cannot be recorded: the node stops, and a
     // request still there fails retryable (nothing was charged, its hold is released).
-    this.release(work)
+    this.book.release(work)
     this.registry.get(nodeId)?.send({ type: 'job_cancel', job_id: jobId })
     this.onCapacity()
     if (work.ending) return
     const gone =
       stored === 'gone' || !(await loadRequestRow(this.core, work.requestId).catch(() => work.row))
-    if (gone) return this.forget(work)
-    this.fail(work, NO_NODE_MESSAGE)
+    if (gone) return this.book.forget(work)
+    this.book.fail(work, NO_NODE_MESSAGE)
   }
 
   private async markProcessing(work: Work, jobId: string, nodeId: string) {
@@ -492,37 +397,9 @@ export class Scheduler implements RegistryListener {
       )
       if (row && work.job?.id === jobId) work.row = row
       if (!row && work.job?.id === jobId && (await ownedElsewhere(this.core, work.requestId)))
-        return this.giveUp(work)
+        return this.stops.giveUp(work)
     }
     await setJobStatus(this.core, jobId, 'acked')
-  }
-
-  /**
-   * A request this process still had when it was queued again (a survivor failed it while this
-   * process was paused, and its user retried it here): the old attempt must not run beside the
-   * new one.
-   */
-  private dropStale(work: Work, why = 'request queued again; its earlier attempt here stops') {
-    this.unqueue(work)
-    this.giveUp(work, why)
-  }
-
-  /**
-   * This process's lease lapsed (a long pause, a partition from Redis) and a survivor took the
-   * request over: the survivor runs it and ends it, so this process stops its job and forgets it
-   * without writing anything (failing it here would end the survivor's run; its hold is the
-   * survivor's to settle or release).
-   */
-  private giveUp(work: Work, why = 'request taken over by another process; its job here stops') {
-    log.warn({ requestId: work.requestId }, why)
-    const job = work.job
-    this.release(work)
-    if (job) this.registry.get(job.nodeId)?.send({ type: 'job_cancel', job_id: job.id })
-    this.onCapacity()
-    work.ending = true
-    this.forget(work)
-    // A canary ended elsewhere is void here: its node is neither judged nor kept waiting for it.
-    if (work.canary) background(work.canary.done(null, 0), 'voiding a canary ended elsewhere')
   }
 
   private complete(work: Work, nodeId: string, frame: Extract<JobFrame, { type: 'job_done' }>) {
@@ -532,7 +409,7 @@ export class Scheduler implements RegistryListener {
     const answer = job.meter.finish(frame.tokens_output)
     // The whole answer reaches subscribers now; the completed record follows the settlement.
     publishPartial(this.core, work)
-    this.release(work)
+    this.book.release(work)
     work.ending = true
     const finished = {
       jobId: job.id,
@@ -542,7 +419,7 @@ export class Scheduler implements RegistryListener {
       elapsedMs,
       processingTimeMs: frame.processing_time_ms,
     }
-    this.end(work, () => endCompleted(this.core, this.health, work, finished))
+    this.book.end(work, () => endCompleted(this.core, this.health, work, finished))
     this.onCapacity()
   }
 
@@ -559,8 +436,8 @@ export class Scheduler implements RegistryListener {
     this.reassign(work, ATTEMPT_ENDED.full, null)
     // Too long answered "full" without a break: it fails retryable, nothing charged (full-node.ts).
     if (noteFullAnswer(work, nodeId, owner, offeredAt, this.options.stallMs)) {
-      this.unqueue(work)
-      return this.fail(work, `${NO_NODE_MESSAGE} (${ATTEMPT_ENDED.full})`)
+      this.book.unqueue(work)
+      return this.book.fail(work, `${NO_NODE_MESSAGE} (${ATTEMPT_ENDED.full})`)
     }
     setTimeout(() => this.onCapacity(), FULL_NODE_PAUSE_MS + 10).unref()
   }
@@ -573,47 +450,23 @@ export class Scheduler implements RegistryListener {
   private reassign(work: Work, reason: string, failure: FailureKind | null, nodeText = '') {
     const job = work.job
     if (!job) return
-    this.release(work)
+    this.book.release(work)
     work.lastError = reason
     work.triedOwners.add(job.owner)
     const session = this.registry.get(job.nodeId)
     session?.send({ type: 'job_cancel', job_id: job.id })
-    this.serial(work, async () => {
+    this.book.serial(work, async () => {
       await setJobStatus(this.core, job.id, 'failed')
       if (failure) await this.health.failure(job.nodeId, failure, nodeText)
       if (work.row) publishRequeued(this.core, work.row)
     })
-    if (work.canary && failure) return this.fail(work, `${NO_NODE_MESSAGE} (${reason})`)
+    if (work.canary && failure) return this.book.fail(work, `${NO_NODE_MESSAGE} (${reason})`)
     if (work.tried.size >= this.options.maxAttempts || work.offers >= MAX_OFFERS) {
-      this.fail(work, `${NO_NODE_MESSAGE} (${reason})`)
+      this.book.fail(work, `${NO_NODE_MESSAGE} (${reason})`)
       return
     }
-    this.queue.unshift(work)
+    this.book.queue.unshift(work)
     this.onCapacity()
-  }
-
-  /** Takes the request out of the queue, if it is there. */
-  private unqueue(work: Work) {
-    const index = this.queue.indexOf(work)
-    if (index >= 0) this.queue.splice(index, 1)
-  }
-
-  private release(work: Work) {
-    if (!work.job) return
-    this.byJob.delete(work.job.id)
-    this.registry.get(work.job.nodeId)?.jobs.delete(work.job.id)
-    work.publisher?.stop()
-    work.publisher = null
-    work.job = null
-  }
-
-  private fail(work: Work, message: string) {
-    if (work.ending) return
-    work.ending = true
-    this.end(work, async () => {
-      await failAndPublish(this.core, work.requestId, message, this.core.processId)
-      await work.canary?.done(null, 0)
-    })
   }
 
   /** Choosing a node read the database and failed: tried again, a few times (choice-retries.ts). */
@@ -621,8 +474,8 @@ export class Scheduler implements RegistryListener {
     // Reads cut off by shutdown are expected; restart recovery deals with their requests.
     if (this.closed) return null
     if (this.choiceRetries.failed(work, err)) {
-      this.unqueue(work)
-      this.fail(work, NO_NODE_MESSAGE)
+      this.book.unqueue(work)
+      this.book.fail(work, NO_NODE_MESSAGE)
     }
     return null
   }
@@ -638,54 +491,16 @@ export class Scheduler implements RegistryListener {
     // Woken from a pause of this process: the nodes' frames of meanwhile are still unread.
     if (this.pauses.wasPaused()) return
     // Requests waiting for nodes to come back fail once the wait is over, even if none does.
-    if (this.queue.some((w) => w.awaySince !== null)) this.onCapacity()
+    if (this.book.queue.some((w) => w.awaySince !== null)) this.onCapacity()
     const now = Date.now()
     // What was ended behind this process's back stops (running-check.ts).
     if (this.runningCheck.due(now) && !this.closed) this.runningCheck.run()
-    for (const work of [...this.byJob.values()]) {
+    for (const work of [...this.book.byJob.values()]) {
       const job = work.job
       if (!job) continue
       const limit = job.acked ? this.options.stallMs : this.options.offerTimeoutMs
       if (now - job.lastActivity > limit) this.reassign(work, ATTEMPT_ENDED.stalled, 'stalled')
       else if (now > job.deadline) this.reassign(work, ATTEMPT_ENDED.slow, 'stalled')
     }
-  }
-
-  /** The request's last database work: once it is done, the scheduler no longer has it. */
-  private end(work: Work, task: () => Promise<void>) {
-    this.serial(work, async () => {
-      try {
-        await task()
-      } finally {
-        this.forget(work)
-      }
-    })
-  }
-
-  private forget(work: Work) {
-    if (this.byRequest.get(work.requestId) === work) this.byRequest.delete(work.requestId)
-  }
-
-  /** Database work of one request runs in order (accepted before done, done before anything later). */
-  private serial(work: Work, task: () => Promise<void>) {
-    const chain: Promise<void> = work.chain
-      .then(() => (this.closed ? undefined : task()))
-      .catch((err) => {
-        // Writes cut off by shutdown are expected; restart recovery deals with their requests.
-        if (!this.closed) log.error({ err }, 'scheduler write failed')
-      })
-      .finally(() => {
-        this.writes.delete(chain)
-        this.checkIdle()
-      })
-    this.writes.add(chain)
-    work.chain = chain
-  }
-
-  private checkIdle() {
-    if (this.load || this.pumping) return
-    const waiters = this.idleWaiters
-    this.idleWaiters = []
-    waiters.forEach((w) => w())
   }
 }

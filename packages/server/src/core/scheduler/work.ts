@@ -1,12 +1,17 @@
 /**
  * @module The scheduler's vocabulary: its options and defaults, the request it is given (a work
- * item) and what it keeps about it while it runs.
+ * item) and what it keeps about it while it runs (a work, and the job out on a node).
  */
 import type { JobOfferFrame, NodeToServerFrame } from '@meshwork/protocol'
-import type { AnswerMeter, MeteredAnswer, MeterRule } from '../metering/answer-meter.ts'
+import { AnswerMeter, type MeteredAnswer, type MeterRule } from '../metering/answer-meter.ts'
 import type { Row } from '../records/serialize.ts'
 import type { CoalescedPublisher } from './coalesced-publisher.ts'
-import { defaultDeadlineOptions, type DeadlineOptions } from './job-deadline.ts'
+import {
+  defaultDeadlineOptions,
+  expectedJobSpeed,
+  jobDeadlineMs,
+  type DeadlineOptions,
+} from './job-deadline.ts'
 import { JOB_REJECT_REASONS } from '@meshwork/protocol'
 import { RUNNING_CHECK_MS } from './running-check.ts'
 
@@ -141,6 +146,50 @@ export interface Work extends WorkItem {
   awaySince: number | null
   /** Its unbroken run of "full" answers (retryLater): the first such offer, the last answer. */
   fullRun: { since: number; last: number } | null
+}
+
+/** A request as the scheduler keeps it, just queued. `row`: as its send stored it, if known. */
+export function newWork(item: WorkItem, row: Row | null): Work {
+  return {
+    ...item,
+    tried: new Set(),
+    triedOwners: new Set(),
+    offers: 0,
+    queuedAt: Date.now(),
+    job: null,
+    lastError: '',
+    publisher: null,
+    row,
+    chain: Promise.resolve(),
+    ending: false,
+    awaySince: null,
+    fullRun: null,
+  }
+}
+
+/** The job `id` of `work` offered now to `nodeId` of `owner`, whose speed the coordinator
+ * measured (0: not yet); its deadline is from the request's budget (job-deadline.ts). */
+export function newJob(
+  work: Work,
+  id: string,
+  nodeId: string,
+  node: { owner: string; speed: number },
+  deadline: DeadlineOptions,
+): Job {
+  const budget = { inputTokens: work.estimatedInput, outputTokens: work.maxTokens }
+  // Held to the speed the coordinator measured on the node's real jobs, never its own claim.
+  const speed = expectedJobSpeed(node.speed, deadline)
+  const now = Date.now()
+  return {
+    id,
+    nodeId,
+    owner: node.owner,
+    acked: false,
+    acceptedAt: now,
+    lastActivity: now,
+    deadline: now + jobDeadlineMs(budget, speed, deadline),
+    meter: new AnswerMeter(work.maxTokens, work.meterRule),
+  }
 }
 
 export type JobFrame = Extract<NodeToServerFrame, { job_id: string }>
