@@ -132,7 +132,7 @@ export interface Work extends WorkItem {
   tried: Set<string>
   /** Owners whose node failed this request: the next attempt goes to someone else's node. */
   triedOwners: Set<string>
-  /** Offers made, not counting those a node answered "full" (scheduler.ts, retryLater). */
+  /** Offers made, not counting those a node answered "full" (full-node.ts). */
   offers: number
   queuedAt: number
   job: Job | null
@@ -144,7 +144,7 @@ export interface Work extends WorkItem {
   ending: boolean
   /** Since when (Date.now) it has waited for nodes that are between connections; null if not. */
   awaySince: number | null
-  /** Its unbroken run of "full" answers (retryLater): the first such offer, the last answer. */
+  /** Its unbroken run of "full" answers (full-node.ts): the first such offer, the last answer. */
   fullRun: { since: number; last: number } | null
 }
 
