@@ -14,6 +14,7 @@
 import { Cluster, poll } from './support/cluster.ts'
 import { LEASE_TTL_MS } from '../src/core/scheduler/leases.ts'
 import type PocketBase from 'pocketbase'
+import { newRecordId } from '../src/tools/ids.ts'
 
 const databaseUrl = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
@@ -50,6 +51,8 @@ const counts = {
   failedFinal: 0,
   refused: 0,
   lostAnswers: 0,
+  /** Sends whose answer was lost, sent again, and found stored. */
+  repeatedSends: 0,
 }
 const actions: Record<string, number> = {}
 const refusals: Record<string, number> = {}
@@ -79,11 +82,19 @@ async function post(pb: PocketBase, path: string, body: unknown) {
 async function user(pb: PocketBase, model: string, index: number) {
   const conversation = await pb.collection('conversations').create({ title: `chaos ${index}` })
   while (running) {
-    const sent = await post(pb, '/api/chat/send', {
+    const message = {
       conversation_id: conversation.id,
       model_id: model,
       prompt: `story ${index} ${counts.sends}`,
-    })
+      // Named, so that a send whose answer is lost can go again without running twice.
+      request_id: newRecordId(),
+    }
+    let sent = await post(pb, '/api/chat/send', message)
+    for (let again = 0; sent.status === 0 && again < MAX_RETRIES && running; again++) {
+      await sleep(500)
+      sent = await post(pb, '/api/chat/send', message)
+      if (sent.body.repeated) counts.repeatedSends++
+    }
     if (sent.status !== 200) {
       if (sent.status !== 0) {
         counts.refused++
@@ -212,7 +223,7 @@ try {
   console.log('Chaos run summary')
   console.log(`  duration of chaos:          ${seconds} s; actions: ${JSON.stringify(actions)}`)
   console.log(
-    `  sends accepted:             ${counts.sends} (retries: ${counts.retries}; sends refused: ${counts.refused}; answers lost in transit: ${counts.lostAnswers})`,
+    `  sends accepted:             ${counts.sends} (retries: ${counts.retries}; sends refused: ${counts.refused}; answers lost in transit: ${counts.lostAnswers}, of sends found stored when sent again: ${counts.repeatedSends})`,
   )
   if (counts.refused) console.log(`  sends refused, by answer:   ${JSON.stringify(refusals)}`)
   console.log(`  requests completed:         ${counts.completed}`)
@@ -249,6 +260,13 @@ try {
     .execute()
   for (const { error_message, n } of whyFailed)
     console.log(`    failed ${String(n)}: ${String(error_message).slice(0, 100)}`)
+  // Nodes still benched at the end (node-health.ts): why "No node is available" may follow kills.
+  const benched = await cluster.db.db
+    .selectFrom('nodes')
+    .select(['id', 'benched_until', 'reputation_score'])
+    .where('benched_until', '>', new Date().toISOString().replace('T', ' '))
+    .execute()
+  console.log(`  nodes benched at the end:   ${benched.length ? JSON.stringify(benched) : 'none'}`)
   console.log(`  requests run twice:         ${ranTwice.length}`)
   for (const { request } of ranTwice) {
     const jobs = await cluster.db.db

@@ -6,6 +6,7 @@
  * still pays a failure each time and is benched after three. SQLite and PostgreSQL.
  */
 import type PocketBase from 'pocketbase'
+import { JOB_REJECT_REASONS, type JobOfferFrame } from '@meshwork/protocol'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { REPUTATION_LOSS } from '../../src/core/ledger/settlement.ts'
 import { modelId } from '../fixtures.ts'
@@ -17,8 +18,18 @@ import {
   requestRowOf,
   servingNode,
   waitUntil,
-  type FakeNode,
+  FakeNode,
 } from '../support/network.ts'
+
+/** An agent just restarted: connected again, its model not loaded yet, so it turns offers down. */
+class RestartingNode extends FakeNode {
+  loading = false
+  protected override async run(job: JobOfferFrame) {
+    if (!this.loading) return super.run(job)
+    this.jobs.push(job)
+    this.send({ type: 'job_rejected', job_id: job.job_id, reason: JOB_REJECT_REASONS.notServing })
+  }
+}
 
 describe.each(dialects)('[%s] a node that dies with jobs running', (dialect) => {
   let server: TestServer
@@ -92,6 +103,30 @@ describe.each(dialects)('[%s] a node that dies with jobs running', (dialect) => 
     const again = await requestEnded(server, await ask(pb))
     expect(again.status).toBe('completed')
     expect(again.node).toBe(crashing.nodeId)
+    await expectAuditPasses(server)
+  })
+
+  it('a node back from a restart, still loading its model, is not held to account for the offers it turns down', async () => {
+    const { node: first } = await servingNode(server, stories, server, 1)
+    first.kill()
+    await waitUntil(() => !server.network.registry.get(first.nodeId), 5000, 'node gone')
+    const before = await nodeRow(first.nodeId)
+    const restarted = new RestartingNode(server, first.nodeId, first.credential, 1)
+    nodes.push(restarted)
+    restarted.loading = true
+    await restarted.connect()
+    await waitUntil(() => server.network.registry.get(first.nodeId), 5000, 'back')
+    const pb = await signUp(server, 'early')
+    const id = await ask(pb)
+    // An offer arrives while it loads, and is turned down ("not being served").
+    await waitUntil(() => restarted.jobs.length >= 1, 5000, 'offer turned down')
+    restarted.loading = false
+    const done = await requestEnded(server, id)
+    expect(done.status).toBe('completed')
+    expect(done.node).toBe(first.nodeId)
+    const after = await nodeRow(first.nodeId)
+    expect(Number(after.reputation_score)).toBeGreaterThanOrEqual(Number(before.reputation_score))
+    expect(await isBenched(first.nodeId)).toBe(false)
     await expectAuditPasses(server)
   })
 

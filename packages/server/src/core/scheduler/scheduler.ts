@@ -33,7 +33,7 @@ import {
   FULL_NODE_PAUSE_MS,
   MAX_OFFERS,
   NO_NODE_MESSAGE,
-  NO_SLOT_REASON,
+  ASK_AGAIN_REASONS,
   DRAIN_REASON,
   type JobFrame,
   type SchedulerOptions,
@@ -166,7 +166,7 @@ export class Scheduler implements RegistryListener {
         work.publisher?.touch()
         return
       case 'job_rejected':
-        if (frame.reason === NO_SLOT_REASON) return this.retryLater(work, nodeId)
+        if (ASK_AGAIN_REASONS.has(frame.reason)) return this.retryLater(work, nodeId)
         return this.reassign(work, ATTEMPT_ENDED.rejected, 'rejected', frame.reason)
       case 'job_failed':
         return this.reassign(work, ATTEMPT_ENDED.failed, 'failed', frame.error)
