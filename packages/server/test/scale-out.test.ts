@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { RedisBus } from '../src/tools/bus/redis-bus.ts'
+import type { Redis } from 'ioredis'
 import { MemoryBus } from '../src/tools/bus/memory-bus.ts'
 import { modelId } from './fixtures.ts'
 import { signUp, startPeerServer, startTestServer, type TestServer } from './harness.ts'
@@ -60,6 +61,30 @@ describe.runIf(redisUrl)('Redis bus [redis]', () => {
     expect(await a.ping()).toBe(true)
     await a.close()
     await b.close()
+  })
+
+  it('is down while its subscriber connection is away, until the bus has resumed', async () => {
+    const bus = new RedisBus(redisUrl!, `test${Date.now()}:`)
+    bus.subscribe('records', () => {})
+    await bus.subscribed()
+    await waitUntil(() => bus.ping(), 5000, 'bus up')
+    let resumed = false
+    bus.onResumed(() => (resumed = true))
+    const sub = (bus as unknown as { sub: Redis }).sub
+    sub.stream.destroy() // the connection cut; ioredis connects again and subscribes again
+    await waitUntil(() => sub.status !== 'ready', 5000, 'subscriber away')
+    const seen: Array<{ up: boolean; resumed: boolean }> = []
+    await waitUntil(
+      async () => {
+        seen.push({ up: await bus.ping(), resumed })
+        return seen.at(-1)!.up
+      },
+      10_000,
+      'bus up again',
+    )
+    expect(seen[0]).toEqual({ up: false, resumed: false })
+    expect(seen.filter((s) => s.up && !s.resumed)).toEqual([])
+    await bus.close()
   })
 
   it('reports a Redis that cannot be reached as down', async () => {

@@ -83,6 +83,10 @@ export class RedisBus implements Bus {
   }
 
   async ping(): Promise<boolean> {
+    // Messages reach this process through the subscriber connection only: until it is back, and
+    // the handlers of a resumed bus have run (realtime streams that missed events end), the bus
+    // is down, though the other connection answers.
+    if (this.lost || this.sub.status !== 'ready') return false
     try {
       return (await this.pub.ping()) === 'PONG'
     } catch {
