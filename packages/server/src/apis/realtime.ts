@@ -8,11 +8,22 @@ import type { Hono } from 'hono'
 import { z } from 'zod'
 import type { RealtimeService } from '../core/realtime/realtime-service.ts'
 import { badRequest } from '../tools/api-error.ts'
+import { log } from '../tools/log.ts'
 import { clientAddress } from './caller.ts'
 import { readBody } from './request-body.ts'
 
 const idleMs = 5 * 60_000
 const maxLifetimeMs = 30 * 60_000
+
+/**
+ * Most bytes a stream may hold in this process, written and not yet taken by the kernel (whose
+ * own socket buffers hold a few MB more): four times the largest record a body can write (1 MiB),
+ * so that no single event is cut. A client this far behind is tens of seconds behind at the
+ * busiest a stream gets (a running answer's row, prompt included, twenty times a second); past
+ * it the stream is cut, and its client reconnects and refetches (the SDK does so by itself), as
+ * after any other end. Without it, a client that never read kept every byte sent to it here.
+ */
+export const REALTIME_BUFFER_LIMIT = 4 * 1024 * 1024
 
 /** Frames one SSE message; names and data never contain newlines (keys are validated, data is JSON). */
 function frame(id: string, event: string, data: string): string {
@@ -105,6 +116,12 @@ export async function handleRealtimeStream(
       size = 0
       const socket = res.socket
       if (!bytes || res.writableEnded || res.destroyed || !socket || socket.destroyed) return
+      // The client has not taken what it was sent: cut, not buffered for ever (it reconnects).
+      if (socket.writableLength > REALTIME_BUFFER_LIMIT) {
+        log.warn({ address, buffered: socket.writableLength }, 'realtime: a stream not read is cut')
+        res.destroy()
+        return
+      }
       // Chunked unless the client spoke HTTP/1.0 (then the body is the bytes, to the close).
       socket.write(res.chunkedEncoding ? chunk(pieces, bytes) : Buffer.concat(pieces, bytes))
       resetIdle(now)

@@ -1,0 +1,128 @@
+/**
+ * Slow readers: a client that opens a stream and then reads it slowly or never (its TCP receive
+ * window never drains) while the coordinator keeps writing. What the coordinator has written and
+ * the kernel has not taken stays in the process, per connection; it must stay bounded, and a
+ * stream past the bound is cut (its client reconnects; the SDK does so by itself). Measured on the
+ * coordinator's side of the connection (the server socket's `writableLength`), not timed.
+ */
+import net from 'node:net'
+import type PocketBase from 'pocketbase'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { REALTIME_BUFFER_LIMIT } from '../../src/apis/realtime.ts'
+import { modelId } from '../fixtures.ts'
+import { signUp, startTestServer, type TestServer } from '../harness.ts'
+import { hostileNode, trickle } from '../support/hostile-node.ts'
+import { adjustBalance } from '../support/ledger.ts'
+import { postJson, waitUntil } from '../support/network.ts'
+import { postSubscriptions } from '../support/sse.ts'
+
+/** The coordinator's side of each connection, by the client's port, with the most bytes it held. */
+function watchServerSockets(server: TestServer) {
+  const sockets = new Map<number, { socket: net.Socket; maxBuffered: number }>()
+  server.http.on('connection', (socket: net.Socket) => {
+    const seen = { socket, maxBuffered: 0 }
+    sockets.set(socket.remotePort!, seen)
+    const write = socket.write.bind(socket) as (...args: unknown[]) => boolean
+    socket.write = ((...args: unknown[]) => {
+      const ok = write(...args)
+      seen.maxBuffered = Math.max(seen.maxBuffered, socket.writableLength)
+      return ok
+    }) as typeof socket.write
+  })
+  return (client: net.Socket) => sockets.get(client.localPort!)!
+}
+
+/**
+ * GET /api/realtime on a raw socket, read up to PB_CONNECT; `read` false: never read after it
+ * (the socket is paused, so the kernel's buffers fill and stay full).
+ */
+async function rawStream(server: TestServer, read: boolean) {
+  const socket = net.connect(server.port, '127.0.0.1')
+  socket.on('error', () => {})
+  await new Promise((resolve) => socket.once('connect', resolve))
+  socket.write('GET /api/realtime HTTP/1.1\r\nHost: meshwork\r\n\r\n')
+  let text = ''
+  const clientId = await new Promise<string>((resolve) => {
+    socket.on('data', (data: Buffer) => {
+      text += data.toString('latin1')
+      const id = /"clientId":"([^"]+)"/.exec(text)?.[1]
+      if (id) resolve(id)
+    })
+  })
+  socket.removeAllListeners('data')
+  if (read) socket.on('data', () => {})
+  else socket.pause()
+  return { socket, clientId }
+}
+
+describe('slow readers', () => {
+  let server: TestServer
+  let serverSide: ReturnType<typeof watchServerSockets>
+  beforeAll(async () => {
+    // Partial answers go out every millisecond (50 ms in production): the same bytes, sooner.
+    server = await startTestServer(
+      'sqlite',
+      {},
+      { network: { scheduler: { streamIntervalMs: 1 } } },
+    )
+    serverSide = watchServerSockets(server)
+  })
+  afterAll(async () => server.stop())
+
+  const uid = (pb: PocketBase) => pb.authStore.record!.id
+
+  it('a realtime stream that is never read is cut once the coordinator holds its bound', async () => {
+    const pb = await signUp(server, 'reader')
+    await adjustBalance(server, uid(pb), 10_000) // the hold of a long prompt
+    const stories = await modelId(server)
+    // Its own node (free), streaming a character a millisecond: every partial event is the whole
+    // row, the 30,000-character prompt included (about 30 kB an event).
+    const { node } = await hostileNode(server, stories, pb)
+    node.behaviour = trickle(1, 30_000)
+    const stalled = await rawStream(server, false)
+    const reading = await rawStream(server, true)
+    try {
+      for (const s of [stalled, reading]) {
+        const sub = await postSubscriptions(
+          server.url,
+          s.clientId,
+          ['requests'],
+          pb.authStore.token,
+        )
+        expect(sub.status).toBe(204)
+      }
+      const conversation = await pb
+        .collection('conversations')
+        .create({ title: 'x', user: uid(pb) })
+      const sent = await postJson(
+        server,
+        '/api/chat/send',
+        { conversation_id: conversation.id, model_id: stories, prompt: 'p'.repeat(30_000) },
+        pb.authStore.token,
+      )
+      expect(sent.status).toBe(200)
+      const coordinator = serverSide(stalled.socket)
+      // Before the bound, the bytes piled up without end: stop looking at twice the bound.
+      await waitUntil(
+        () =>
+          coordinator.socket.destroyed ||
+          coordinator.socket.writableLength > 2 * REALTIME_BUFFER_LIMIT,
+        20_000,
+        'the stalled stream cut, or its buffer past twice the bound',
+      )
+      expect(coordinator.maxBuffered).toBeLessThan(REALTIME_BUFFER_LIMIT + 1024 * 1024)
+      expect(coordinator.socket.destroyed).toBe(true)
+      // Its client is gone from the hub (its subscriptions and its count with it).
+      await waitUntil(() => !server.hub.get(stalled.clientId), 5000, 'the stalled client closed')
+      // The stream that reads got the same events, more than the bound, and is still open.
+      const reader = serverSide(reading.socket)
+      expect(reader.socket.destroyed).toBe(false)
+      expect(reader.socket.bytesWritten).toBeGreaterThan(REALTIME_BUFFER_LIMIT)
+      expect(server.hub.get(reading.clientId)).toBeTruthy()
+    } finally {
+      node.kill()
+      stalled.socket.destroy()
+      reading.socket.destroy()
+    }
+  })
+})
