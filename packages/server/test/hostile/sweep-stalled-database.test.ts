@@ -17,6 +17,7 @@ import { postJson, requestRowOf, servingNode, waitUntil } from '../support/netwo
 import { filtered, openStream, postSubscriptions } from '../support/sse.ts'
 import { startTcpCut, type TcpCut } from '../support/tcp-cut.ts'
 import { unhandledDuringSuite } from '../support/unhandled.ts'
+import { newRecordId } from '../../src/tools/ids.ts'
 
 const databaseUrl = process.env.TEST_DATABASE_URL
 
@@ -88,24 +89,33 @@ function round(list: Probe[]) {
 }
 
 /**
- * Calls `onCommit` just before the COMMIT of a settlement (the transaction that marked a request
- * completed) goes out on a connection to `port`. Kysely's statements reach pg's Client.query.
+ * Calls `onCommit` just before the COMMIT of a transaction that ran a statement `marks` (by its
+ * SQL text and values) goes out on a connection to `port`. Kysely's statements reach pg's
+ * Client.query.
  */
-function beforeSettlementCommit(port: number, onCommit: () => void): () => void {
+function beforeCommitOf(
+  port: number,
+  marks: (text: string, values: unknown[] | undefined) => boolean,
+  onCommit: () => void,
+): () => void {
   const query = pg.Client.prototype.query
-  const settling = new WeakSet<pg.Client>()
+  const marked = new WeakSet<pg.Client>()
   pg.Client.prototype.query = function (this: pg.Client, config: unknown, ...rest: unknown[]) {
     const text = typeof config === 'string' ? config : ''
     if (this.port === port) {
-      const values = rest[0] as unknown[] | undefined
-      if (text.startsWith('update "requests" set "status" = $1') && values?.[0] === 'completed')
-        settling.add(this)
-      if (text === 'commit' && settling.delete(this)) onCommit()
+      if (marks(text, rest[0] as unknown[] | undefined)) marked.add(this)
+      if (text === 'commit' && marked.delete(this)) onCommit()
     }
     return (query as (...a: unknown[]) => unknown).call(this, config, ...rest)
   } as typeof query
   return () => (pg.Client.prototype.query = query)
 }
+
+/** A settlement: the transaction that marks a request completed. */
+const settlement = (text: string, values: unknown[] | undefined) =>
+  text.startsWith('update "requests" set "status" = $1') && values?.[0] === 'completed'
+/** A send: the transaction that stores a new request. */
+const send = (text: string) => text.startsWith('insert into "requests"')
 
 describe.runIf(databaseUrl)('PostgreSQL stalled [postgres]', () => {
   const unhandled = unhandledDuringSuite()
@@ -223,7 +233,7 @@ describe.runIf(databaseUrl)('PostgreSQL stalled [postgres]', () => {
     const subscription = [filtered('requests', `id = "${id}"`)]
     await postSubscriptions(server.url, stream.clientId, subscription, pb.authStore.token)
     let committing = false
-    const restore = beforeSettlementCommit(cut.port, () => {
+    const restore = beforeCommitOf(cut.port, settlement, () => {
       cut.stall(which)
       committing = true
     })
@@ -264,9 +274,8 @@ describe.runIf(databaseUrl)('PostgreSQL stalled [postgres]', () => {
     await expectPaidOnce(await commitAnswerLost('commitlost'))
   }, 90_000)
 
-  // Known gap, for request-writes.ts `settleAndPublish` (not this sweep's to change): the retry
-  // finds the request ended ('ended') and publishes nothing, so the committed settlement's record
-  // events are lost and the user's screen shows the request running until it reloads.
+  // The retry finds the request ended: it publishes it then (before, it published nothing and the
+  // user's screen showed the request running until a reload).
   it('a settlement whose COMMIT answer was lost still tells the user', async () => {
     const r = await commitAnswerLost('commitlosttold')
     await expectPaidOnce(r)
@@ -291,5 +300,45 @@ describe.runIf(databaseUrl)('PostgreSQL stalled [postgres]', () => {
     await cut.restore()
     await expectPaidOnce(r)
     await waitUntil(r.told, 10_000, 'completion on the stream')
+  }, 90_000)
+
+  it('a send whose COMMIT ran but whose answer never came back (503): its request still runs, once, and sending it again answers it', async () => {
+    const { stories, pb, conversation } = await user('sendlost')
+    const { node } = await servingNode(server, stories)
+    nodes.push(node)
+    const message = {
+      conversation_id: conversation,
+      model_id: stories,
+      prompt: 'Hello',
+      request_id: newRecordId(),
+    }
+    const restore = beforeCommitOf(cut.port, send, () => cut.stall('answers'))
+    const sending = postJson(server, '/api/chat/send', message, pb.authStore.token)
+    const admin = await direct()
+    const stored = `SELECT status FROM ${schema()}.requests WHERE id = $1`
+    const landed = async () => (await admin.query(stored, [message.request_id])).rows.length === 1
+    await waitUntil(landed, 10_000, 'the send committed').finally(() => admin.end())
+    restore()
+    // The client hears 503; the request is stored, its credits held.
+    expect(await sending).toMatchObject({ status: 503, body: unavailable })
+    cut.resume()
+    // Nobody will send it again: it runs all the same (before, it stayed pending and held for as
+    // long as the process lived).
+    const completed = async () =>
+      (await requestRowOf(server, message.request_id)).status === 'completed'
+    await waitUntil(completed, 30_000, 'the request completed')
+    expect(node.jobs).toHaveLength(1)
+    // Sent again under its id, the answer is that request; nothing more runs or is charged.
+    const again = await postJson(server, '/api/chat/send', message, pb.authStore.token)
+    expect(again).toMatchObject({
+      status: 200,
+      body: { request_id: message.request_id, repeated: true },
+    })
+    const row = await requestRowOf(server, message.request_id)
+    expect(row.reserved).toBe(0)
+    const balance = await balanceOf(server, pb.authStore.record!.id)
+    expect(balance).toMatchObject({ held: 0, total_spent: Number(row.cost) / 1000 })
+    expect(node.jobs).toHaveLength(1)
+    await expectAuditPasses(server)
   }, 90_000)
 })

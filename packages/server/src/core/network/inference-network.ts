@@ -141,8 +141,9 @@ export async function createInferenceNetwork(
   }
   let startTimer: NodeJS.Timeout | null = null
   let recoverPrevious = async () => 0
-  if (core.redis) await takeover.start()
-  else {
+  // Alone, what the previous run left is recovered once, after the restart's grace (below).
+  await takeover.start({ claimDead: Boolean(core.redis) })
+  if (!core.redis) {
     // Only what the previous run left: rows written later are this run's.
     const leftOpen = await takeover.leftOpen()
     recoverPrevious = () => {

@@ -112,6 +112,11 @@ export class Scheduler implements RegistryListener {
     return this.book.load
   }
 
+  /** Whether the request is this scheduler's (queued, offered or running). */
+  holds(requestId: string): boolean {
+    return this.book.byRequest.has(requestId)
+  }
+
   /** Requests waiting for a node. */
   get queued(): number {
     return this.book.queue.length

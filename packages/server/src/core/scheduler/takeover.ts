@@ -8,11 +8,15 @@
  *   hold released, and its node is told to stop the job, wherever that node's socket lives;
  * - what cannot be rebuilt (API requests, whose prompt was the client's; canaries) fails retryable.
  * A process that starts alone (no Redis) does the same for what its previous run left open.
+ * Every process also adopts its own orphans the same way: open requests it owns that its scheduler
+ * does not have. A send whose COMMIT reached PostgreSQL but whose answer did not come back in time
+ * was answered 503, and its request stayed pending, its credits held, for as long as the process
+ * lived (no survivor takes over a live process's requests).
  */
 import type { CoreApp } from '../app.ts'
 import type { NodeRegistry } from '../nodes/node-registry.ts'
 import { OPEN_STATUSES } from '../ledger/settlement.ts'
-import { nowDate } from '../../tools/dates.ts'
+import { formatDate, nowDate } from '../../tools/dates.ts'
 import type { ProcessLeases } from './leases.ts'
 import type { Scheduler } from './scheduler.ts'
 import type { WorkItem } from './work.ts'
@@ -28,6 +32,10 @@ export const SHUT_DOWN_MESSAGE =
   'The coordinator shut down before this request could run. Please try again.'
 
 const CHANNEL = 'leases'
+/** An open request of this process not in its scheduler for this long is an orphan. A send puts
+ * its request in the scheduler right after its transaction commits; a claimed one right after its
+ * claim, inside the same sweep as this check. */
+export const ORPHAN_AGE_MS = 10_000
 type LeaseMessage = { kind: 'handoff'; from: string }
 
 export interface TakeoverDeps {
@@ -59,8 +67,13 @@ export class Takeover {
     })
   }
 
-  /** Scaled out: sweeps now (what dead processes left), then every interval. */
-  async start(): Promise<void> {
+  /** Whether the sweeps claim dead processes' requests (scaled out) or only adopt orphans (alone:
+   * what the previous run left is recovered once, after the restart's grace). */
+  private claimDead = true
+
+  /** Sweeps now (what dead processes left, scaled out), then every interval. */
+  async start({ claimDead = true } = {}): Promise<void> {
+    this.claimDead = claimDead
     await this.sweep()
     this.timer = setInterval(() => {
       this.sweep().catch(() => {})
@@ -96,7 +109,9 @@ export class Takeover {
       let total = 0
       do {
         this.again = false
-        total += await this.sweepOnce().then(
+        const once = async () =>
+          (this.claimDead ? await this.sweepOnce() : 0) + (await this.adoptOrphans())
+        total += await once().then(
           (taken) => {
             if (this.failing) log.info('request takeover works again')
             this.failing = false
@@ -148,7 +163,27 @@ export class Takeover {
     return taken
   }
 
-  /** A request this process just claimed from a dead owner. */
+  /** Open requests of this process, untouched for ORPHAN_AGE_MS, that its scheduler does not have. */
+  private async adoptOrphans(): Promise<number> {
+    const { core, scheduler } = this.deps
+    const rows = await core.database.db
+      .selectFrom('requests')
+      .select('id')
+      .where('status', 'in', OPEN_STATUSES)
+      .where('lease_owner', '=', core.processId)
+      .where('updated', '<', formatDate(new Date(Date.now() - ORPHAN_AGE_MS)))
+      .execute()
+    let adopted = 0
+    for (const { id } of rows) {
+      if (this.closed || scheduler.holds(String(id))) continue
+      log.warn({ requestId: id }, 'adopting an open request this process had lost track of')
+      adopted++
+      await this.adopt(String(id))
+    }
+    return adopted
+  }
+
+  /** A request this process just claimed from a dead owner, or found orphaned. */
   private async adopt(requestId: string): Promise<void> {
     const { core, registry, scheduler } = this.deps
     const db = core.database.db
