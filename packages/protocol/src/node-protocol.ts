@@ -54,6 +54,13 @@ export const NODE_WS_PATH = '/api/nodes/ws'
  */
 export const NODE_REPLACED_CLOSE_CODE = 4001
 
+/**
+ * The close code of a node socket that stopped reading: the coordinator held more of what it sent
+ * than an honest node is ever sent at once, and cut it rather than buffer without end. Its jobs go
+ * to other nodes; the agent reconnects as after any other close.
+ */
+export const NODE_NOT_READING_CLOSE_CODE = 4002
+
 // ---- device-link flow (HTTP) ----
 
 /** POST /api/auth/start-flow body. */

@@ -1,19 +1,22 @@
 /**
- * Slow readers: a client that opens a stream and then reads it slowly or never (its TCP receive
- * window never drains) while the coordinator keeps writing. What the coordinator has written and
- * the kernel has not taken stays in the process, per connection; it must stay bounded, and a
- * stream past the bound is cut (its client reconnects; the SDK does so by itself). Measured on the
- * coordinator's side of the connection (the server socket's `writableLength`), not timed.
+ * Slow readers: a peer that opens a stream (a realtime stream, a node's socket) and then reads it
+ * slowly or never (its TCP receive window never drains) while the coordinator keeps writing. What
+ * the coordinator has written and the kernel has not taken stays in the process, per connection;
+ * it must stay bounded, and a connection past the bound is cut (a realtime client reconnects, the
+ * SDK does so by itself; a node's jobs go elsewhere as for any disconnect). Measured on the
+ * coordinator's side of the connection (the server socket's `writableLength`, the node socket's
+ * `bufferedAmount`), not timed.
  */
 import net from 'node:net'
 import type PocketBase from 'pocketbase'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { REALTIME_BUFFER_LIMIT } from '../../src/apis/realtime.ts'
-import { modelId } from '../fixtures.ts'
+import { NODE_SEND_BUFFER_LIMIT } from '../../src/core/nodes/node-session.ts'
+import { createAsServer, modelId } from '../fixtures.ts'
 import { signUp, startTestServer, type TestServer } from '../harness.ts'
 import { hostileNode, trickle } from '../support/hostile-node.ts'
 import { adjustBalance } from '../support/ledger.ts'
-import { postJson, waitUntil } from '../support/network.ts'
+import { postJson, servingNode, waitUntil } from '../support/network.ts'
 import { postSubscriptions } from '../support/sse.ts'
 
 /** The coordinator's side of each connection, by the client's port, with the most bytes it held. */
@@ -123,6 +126,54 @@ describe('slow readers', () => {
       node.kill()
       stalled.socket.destroy()
       reading.socket.destroy()
+    }
+  })
+
+  it('a node that never reads its socket is disconnected once the coordinator holds its bound', async () => {
+    const stories = await modelId(server)
+    const { owner, node } = await servingNode(server, stories)
+    // A catalogue of 40 models with long names stands in for time: every desired_state frame
+    // lists them all (about 50 kB), so the owner's toggles reach the bound in a second, not in
+    // minutes of small frames (one toggle of a 3-model node is a 300-byte frame).
+    const extra: Array<{ id: string }> = []
+    for (let i = 0; i < 40; i++) {
+      const model = await createAsServer(server, 'models', {
+        name: `m${i}-${'n'.repeat(1000)}`,
+        file_name: `m${i}.gguf`,
+        sha256: 'a'.repeat(64),
+        file_size_bytes: 1000,
+      })
+      extra.push(
+        await owner.collection('node_models').create({ node: node.nodeId, model: model.id }),
+      )
+    }
+    const session = server.network.registry.local(node.nodeId)!
+    let maxBuffered = 0
+    const send = session.ws.send.bind(session.ws)
+    session.ws.send = ((...args: Parameters<typeof send>) => {
+      send(...args)
+      maxBuffered = Math.max(maxBuffered, session.ws.bufferedAmount)
+    }) as typeof send
+    // The node stops reading: its kernel buffers fill, then the coordinator's.
+    ;(node.ws as unknown as { _socket: net.Socket })._socket.pause()
+    let on = false
+    const toggles = async () => {
+      while (
+        server.network.registry.local(node.nodeId) === session &&
+        maxBuffered < 2 * NODE_SEND_BUFFER_LIMIT
+      ) {
+        on = !on
+        await owner.collection('node_models').update(extra[0].id, { requested_serving: on })
+      }
+    }
+    try {
+      await Promise.all([toggles(), toggles(), toggles(), toggles()])
+      expect(maxBuffered).toBeLessThan(NODE_SEND_BUFFER_LIMIT + 1024 * 1024)
+      // Gone as for any disconnect: another socket of the node may connect.
+      await waitUntil(() => session.ws.readyState === session.ws.CLOSED, 5000, 'the socket closed')
+      expect(server.network.registry.local(node.nodeId)).toBeUndefined()
+    } finally {
+      node.kill()
     }
   })
 })

@@ -6,10 +6,21 @@
 import { randomUUID } from 'node:crypto'
 import type { WebSocket } from 'ws'
 import {
+  NODE_NOT_READING_CLOSE_CODE,
   NODE_REPLACED_CLOSE_CODE,
   type NodeToServerFrame,
   type ServerToNodeFrame,
 } from '@meshwork/protocol'
+import { log } from '../../tools/log.ts'
+
+/**
+ * Most bytes a node socket may hold in this process, sent and not yet taken by the kernel (whose
+ * own buffers hold a few MB more). The most an honest node is ever sent at once is a job offer for
+ * each of its slots: 64 offers of at most about 130 kB (a context of 8,000 tokens, as JSON), 8 MiB;
+ * the bound is twice that. A node past it is not reading its socket: it is disconnected (its jobs
+ * go to other nodes, as for any disconnect), where before every frame sent to it stayed here.
+ */
+export const NODE_SEND_BUFFER_LIMIT = 16 * 1024 * 1024
 
 export type JobFrame = Extract<NodeToServerFrame, { type: `job_${string}` }>
 export type ScoreFrame = Extract<NodeToServerFrame, { type: `score_${string}` }>
@@ -85,6 +96,13 @@ export class NodeSession implements NodeHandle {
   send(frame: ServerToNodeFrame): boolean {
     if (!this.open) return false
     this.ws.send(JSON.stringify(frame))
+    if (this.ws.bufferedAmount > NODE_SEND_BUFFER_LIMIT) {
+      log.warn(
+        { nodeId: this.nodeId, buffered: this.ws.bufferedAmount },
+        'a node not reading its socket is disconnected',
+      )
+      closeWith(this.ws, NODE_NOT_READING_CLOSE_CODE, 'Not reading its socket')
+    }
     return true
   }
 }
@@ -94,6 +112,11 @@ const NODE_REPLACED_REASON = 'Replaced by a newer connection of this node'
 /** Closes a replaced socket with its code; one that does not answer the close is cut a second
  * later (ws would wait 30 s), so a loop of connections leaves no sockets behind. */
 export function closeReplaced(ws: WebSocket): void {
-  ws.close(NODE_REPLACED_CLOSE_CODE, NODE_REPLACED_REASON)
+  closeWith(ws, NODE_REPLACED_CLOSE_CODE, NODE_REPLACED_REASON)
+}
+
+/** Closes a node socket with `code`, and cuts it a second later if the close is not answered. */
+function closeWith(ws: WebSocket, code: number, reason: string): void {
+  ws.close(code, reason)
   setTimeout(() => ws.terminate(), 1000).unref()
 }
