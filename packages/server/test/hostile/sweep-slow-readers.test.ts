@@ -15,7 +15,7 @@ import { NODE_SEND_BUFFER_LIMIT } from '../../src/core/nodes/node-session.ts'
 import { createAsServer, modelId } from '../fixtures.ts'
 import { signUp, startTestServer, type TestServer } from '../harness.ts'
 import { hostileNode, trickle } from '../support/hostile-node.ts'
-import { adjustBalance } from '../support/ledger.ts'
+import { adjustBalance, expectAuditPasses, txsOf } from '../support/ledger.ts'
 import { postJson, servingNode, waitUntil } from '../support/network.ts'
 import { postSubscriptions } from '../support/sse.ts'
 
@@ -174,6 +174,64 @@ describe('slow readers', () => {
       expect(server.network.registry.local(node.nodeId)).toBeUndefined()
     } finally {
       node.kill()
+    }
+  })
+
+  it('a /v1 stream never read holds no more than its answer, cut at the output budget (already so)', async () => {
+    const pb = await signUp(server, 'caller')
+    const stories = await modelId(server)
+    const { node } = await hostileNode(server, stories)
+    // The node sends 10 MB for a 256-token answer, as fast as it can.
+    node.behaviour = async (job, n) => {
+      n.accept(job)
+      for (let i = 0; i < 1000; i++) n.chunk(job, 'word '.repeat(2000))
+      n.done(job, 256)
+    }
+    const keys = await fetch(`${server.url}/api/keys`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: pb.authStore.token },
+      body: JSON.stringify({ name: 'k' }),
+    })
+    const { key } = (await keys.json()) as { key: string }
+    const socket = net.connect(server.port, '127.0.0.1')
+    socket.on('error', () => {})
+    await new Promise((resolve) => socket.once('connect', resolve))
+    const body = JSON.stringify({
+      model: 'stories260K',
+      stream: true,
+      messages: [{ role: 'user', content: 'Hello' }],
+    })
+    socket.write(
+      `POST /v1/chat/completions HTTP/1.1\r\nHost: meshwork\r\nAuthorization: Bearer ${key}\r\n` +
+        `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+    )
+    socket.pause()
+    try {
+      const row = await waitUntil(
+        async () => {
+          const r = await server.core.database.db
+            .selectFrom('requests')
+            .selectAll()
+            .where('user', '=', uid(pb))
+            .executeTakeFirst()
+          return r?.status === 'completed' && r
+        },
+        10_000,
+        'the answer settled',
+      )
+      // Charged as if it had been read: the whole answer, which the node did produce.
+      expect(Number(row.tokens_output)).toBe(256)
+      const debits = (await txsOf(server, uid(pb))).filter(
+        (t) => t.type === 'debit_inference_request',
+      )
+      expect(debits).toHaveLength(1)
+      // All the coordinator ever wrote to the caller: the answer's events, a few kB.
+      await waitUntil(() => serverSide(socket).socket.bytesWritten > 0, 5000, 'the answer written')
+      expect(serverSide(socket).socket.bytesWritten).toBeLessThan(64 * 1024)
+      await expectAuditPasses(server)
+    } finally {
+      node.kill()
+      socket.destroy()
     }
   })
 })
