@@ -5,6 +5,7 @@
  * metrics; calls it does not take, and errors, are Hono's in both cases.
  */
 import { request } from 'node:http'
+import { pino } from 'pino'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { log } from '../src/tools/log.ts'
 import { startTestServer, signUp, type TestServer } from './harness.ts'
@@ -76,26 +77,49 @@ describe('record-read shortcut', () => {
   })
   afterAll(() => server.stop())
 
-  async function bothWays(path: string, headers: Record<string, string>) {
-    const info = vi.spyOn(log, 'info')
-    try {
-      server.recordReads.enabled = true
-      const fast = await get(server, path, headers)
-      const fastLine = info.mock.calls.at(-1)
-      server.recordReads.enabled = false
-      const hono = await get(server, path, headers)
-      const honoLine = info.mock.calls.at(-1)
-      return { fast, hono, fastLine, honoLine }
-    } finally {
-      server.recordReads.enabled = true
-      info.mockRestore()
+  /** The access lines the process log writes meanwhile, as written (at info, whatever level the
+   * test config sets; not printed). */
+  function accessLines() {
+    const stream = (log as unknown as Record<symbol, { write(line: string): void }>)[
+      pino.symbols.streamSym
+    ]
+    const level = log.level
+    log.level = 'info'
+    const write = vi.spyOn(stream, 'write').mockImplementation(() => undefined)
+    return {
+      last: () =>
+        write.mock.calls
+          .map(([written]) => JSON.parse(written) as Record<string, unknown>)
+          .filter((written) => written.msg === 'request')
+          .at(-1),
+      restore() {
+        write.mockRestore()
+        log.level = level
+      },
     }
   }
 
-  const line = (call: unknown[] | undefined) => {
-    const { reqId, ms, ...rest } = call![0] as Record<string, unknown>
+  async function bothWays(path: string, headers: Record<string, string>) {
+    const lines = accessLines()
+    try {
+      server.recordReads.enabled = true
+      const fast = await get(server, path, headers)
+      const fastLine = lines.last()
+      server.recordReads.enabled = false
+      const hono = await get(server, path, headers)
+      const honoLine = lines.last()
+      return { fast, hono, fastLine, honoLine }
+    } finally {
+      server.recordReads.enabled = true
+      lines.restore()
+    }
+  }
+
+  const line = (written: Record<string, unknown> | undefined) => {
+    const { reqId, ms, time, ...rest } = written!
     expect(typeof ms).toBe('number')
-    return { ...rest, reqId: typeof reqId, msg: call![1] }
+    expect(typeof time).toBe('number')
+    return { ...rest, reqId: typeof reqId }
   }
 
   it('answers the same bytes, access line and request id as the Hono route', async () => {
@@ -105,7 +129,7 @@ describe('record-read shortcut', () => {
         expect(comparable(fast, false), name).toEqual(comparable(hono, false))
         expect(line(fastLine), name).toEqual(line(honoLine))
         const id = fast.headers[fast.headers.findIndex((h) => h === 'x-request-id') + 1]
-        expect((fastLine![0] as { reqId: string }).reqId, name).toBe(id)
+        expect(fastLine!.reqId, name).toBe(id)
       }
     }
     // The reads the shortcut takes really are answered (the errors above are Hono's either way).
@@ -121,7 +145,7 @@ describe('record-read shortcut', () => {
       expect(comparable(fast, given === 'edge-42')).toEqual(comparable(hono, given === 'edge-42'))
       const sent = fast.headers[fast.headers.findIndex((h) => h === 'x-request-id') + 1]
       expect(sent === given).toBe(given === 'edge-42')
-      expect((fastLine![0] as { reqId: string }).reqId).toBe(sent)
+      expect(fastLine!.reqId).toBe(sent)
     }
   })
 
@@ -151,35 +175,48 @@ describe('record-read shortcut', () => {
     await get(server, paths.getOne, { Authorization: token })
     expect(await counted()).toBe(before + 2)
   })
-  it('a database that cannot answer: the same 503 both ways, after one read', async () => {
-    // What the pool throws when PostgreSQL does not answer (db/postgres-pool.ts).
-    const silent = Object.assign(new Error('PostgreSQL did not answer within 7000 ms'), {
-      code: 'ETIMEDOUT',
-    })
-    const list = vi.spyOn(server.core.records, 'list').mockRejectedValue(silent)
-    const view = vi.spyOn(server.core.records, 'view').mockRejectedValue(silent)
-    const failed = vi.spyOn(log, 'error')
-    try {
-      for (const path of [paths.list, paths.getOne]) {
-        const { fast, hono, fastLine, honoLine } = await bothWays(path, { Authorization: token })
-        expect(fast.status).toBe(503)
-        expect(JSON.parse(fast.body)).toEqual({
-          status: 503,
-          message: 'The service is temporarily unavailable.',
-          data: {},
-        })
-        expect(comparable(fast, false)).toEqual(comparable(hono, false))
-        expect(line(fastLine)).toEqual(line(honoLine))
-        const [fastError, honoError] = failed.mock.calls.slice(-2)
-        expect(fastError).toEqual(honoError)
+  // At once (listNow/viewNow throw, as SQLite's readNow can) or after waiting (list/view reject,
+  // as PostgreSQL's pool does).
+  it.each(['at once', 'after waiting'])(
+    'a database that cannot answer (%s): the same 503 both ways, after one read',
+    async (when) => {
+      // What the pool throws when PostgreSQL does not answer (db/postgres-pool.ts).
+      const silent = Object.assign(new Error('PostgreSQL did not answer within 7000 ms'), {
+        code: 'ETIMEDOUT',
+      })
+      const records = server.core.records
+      const list = vi.spyOn(records, 'list').mockRejectedValue(silent)
+      const view = vi.spyOn(records, 'view').mockRejectedValue(silent)
+      const listNow = vi.spyOn(records, 'listNow').mockImplementation(() => {
+        if (when === 'at once') throw silent
+        return undefined
+      })
+      const viewNow = vi.spyOn(records, 'viewNow').mockImplementation(() => {
+        if (when === 'at once') throw silent
+        return undefined
+      })
+      const failed = vi.spyOn(log, 'error')
+      try {
+        for (const path of [paths.list, paths.getOne]) {
+          const { fast, hono, fastLine, honoLine } = await bothWays(path, { Authorization: token })
+          expect(fast.status).toBe(503)
+          expect(JSON.parse(fast.body)).toEqual({
+            status: 503,
+            message: 'The service is temporarily unavailable.',
+            data: {},
+          })
+          expect(comparable(fast, false)).toEqual(comparable(hono, false))
+          expect(line(fastLine)).toEqual(line(honoLine))
+          const [fastError, honoError] = failed.mock.calls.slice(-2)
+          expect(fastError).toEqual(honoError)
+        }
+        // Read once each way: the shortcut did not hand the request to Hono to wait again.
+        const waited = when === 'at once' ? 1 : 2
+        expect([list.mock.calls.length, view.mock.calls.length]).toEqual([waited, waited])
+        expect([listNow.mock.calls.length, viewNow.mock.calls.length]).toEqual([1, 1])
+      } finally {
+        vi.restoreAllMocks()
       }
-      // Read once each way: the shortcut did not hand the request to Hono to wait again.
-      expect(list.mock.calls.length).toBe(2)
-      expect(view.mock.calls.length).toBe(2)
-    } finally {
-      list.mockRestore()
-      view.mockRestore()
-      failed.mockRestore()
-    }
-  })
+    },
+  )
 })

@@ -99,6 +99,16 @@ async function read(database: Database, query: CompiledQuery): Promise<Row[]> {
   return (await database.db.executeQuery<Row>(query)).rows
 }
 
+/** readNow (db/database.ts) with runOrThrow's answer to a filter found too costly. */
+function readNowOrThrow(database: Database, query: CompiledQuery): Row[] | undefined {
+  try {
+    return database.readNow?.(query)
+  } catch (err) {
+    if (err instanceof FilterError) throw badRequest(err.message, {}, err)
+    throw err
+  }
+}
+
 /** Runs a filter compile, turning language errors into the API's 400/403. */
 export function compileOrThrow<T>(fn: () => T): T {
   try {
@@ -179,12 +189,23 @@ export function toJson(collection: CollectionDef, caller: Caller, row: Row): Rec
   return serializeRecord(collection, row, { owner, self, superuser: caller.superuser })
 }
 
-export async function listRecords(
+/** A list's paging and compiled statements, before anything is read. */
+interface ListPlan {
+  page: number
+  perPage: number
+  offset: number
+  /** False for a page so far out that its offset is no exact integer: it has no rows. */
+  exact: boolean
+  rowsQuery: CompiledQuery
+  countQuery?: CompiledQuery
+}
+
+function planList(
   database: Database,
   caller: Caller,
   collection: CollectionDef,
   query: ListQuery,
-): Promise<ListResult> {
+): ListPlan {
   const page = Math.max(1, Math.trunc(query.page ?? 1) || 1)
   let perPage = Math.trunc(query.perPage ?? 30) || 30
   if (perPage <= 0) perPage = 30
@@ -223,26 +244,79 @@ export async function listRecords(
     }
     return queries
   })
-  const rows = exact ? await runOrThrow(() => read(database, rowsQuery)) : []
-  let totalItems = -1
-  let totalPages = -1
-  if (countQuery) {
-    // A page short of perPage ends the list: the total is known without counting (the count
-    // repeats the whole filter over every row; it is the costlier half of a hostile LIKE).
-    // An empty page past the first says nothing of what came before it.
-    const lastPage = exact && rows.length < perPage && (rows.length > 0 || offset === 0)
-    totalItems = lastPage
-      ? offset + rows.length
-      : Number((await runOrThrow(() => read(database, countQuery)))[0]?.n ?? 0)
-    totalPages = Math.ceil(totalItems / perPage)
-  }
+  return { page, perPage, offset, exact, rowsQuery, countQuery }
+}
+
+/**
+ * Whether the list needs its COUNT: a page short of perPage ends the list, so the total is
+ * known without counting (the count repeats the whole filter over every row; it is the costlier
+ * half of a hostile LIKE). An empty page past the first says nothing of what came before it.
+ */
+function needsCount(plan: ListPlan, rows: Row[]): boolean {
+  if (!plan.countQuery) return false
+  const lastPage =
+    plan.exact && rows.length < plan.perPage && (rows.length > 0 || plan.offset === 0)
+  return !lastPage
+}
+
+function listResult(
+  collection: CollectionDef,
+  caller: Caller,
+  plan: ListPlan,
+  rows: Row[],
+  counted: number | undefined,
+): ListResult {
+  const totalItems = !plan.countQuery ? -1 : (counted ?? plan.offset + rows.length)
   return {
     items: rows.map((row) => toJson(collection, caller, row)),
-    page,
-    perPage,
+    page: plan.page,
+    perPage: plan.perPage,
     totalItems,
-    totalPages,
+    totalPages: !plan.countQuery ? -1 : Math.ceil(totalItems / plan.perPage),
   }
+}
+
+const countOf = (rows: Row[]) => Number(rows[0]?.n ?? 0)
+
+export async function listRecords(
+  database: Database,
+  caller: Caller,
+  collection: CollectionDef,
+  query: ListQuery,
+): Promise<ListResult> {
+  const plan = planList(database, caller, collection, query)
+  const rows = plan.exact ? await runOrThrow(() => read(database, plan.rowsQuery)) : []
+  const counted = needsCount(plan, rows)
+    ? countOf(await runOrThrow(() => read(database, plan.countQuery!)))
+    : undefined
+  return listResult(collection, caller, plan, rows, counted)
+}
+
+/**
+ * listRecords at once, without a promise: where the database can answer without waiting (SQLite
+ * outside a transaction, db/database.ts `readNow`); undefined where only listRecords can.
+ */
+export function listRecordsNow(
+  database: Database,
+  caller: Caller,
+  collection: CollectionDef,
+  query: ListQuery,
+): ListResult | undefined {
+  if (!database.readNow) return undefined
+  const plan = planList(database, caller, collection, query)
+  let rows: Row[] = []
+  if (plan.exact) {
+    const read = readNowOrThrow(database, plan.rowsQuery)
+    if (!read) return undefined
+    rows = read
+  }
+  let counted: number | undefined
+  if (needsCount(plan, rows)) {
+    const read = readNowOrThrow(database, plan.countQuery!)
+    if (!read) return undefined
+    counted = countOf(read)
+  }
+  return listResult(collection, caller, plan, rows, counted)
 }
 
 /** Rows with equal sort keys come in id order, in the direction of the last sort term, so that
@@ -266,7 +340,26 @@ export async function fetchVisible(
   body?: Row,
 ): Promise<Row[]> {
   if (ids.length === 0) return []
-  const build = (ctx: QueryContext) => {
+  // A write's rule may read the submitted body: compiled each time. Reads are compiled once.
+  if (body) {
+    const [query] = visibleQueries(
+      collection,
+      caller,
+      ids,
+      rule,
+    )(queryContext(database, caller, body))
+    return (await query.execute(database.db)).rows as Row[]
+  }
+  return read(database, visibleRead(database, caller, collection, ids, rule))
+}
+
+function visibleQueries(
+  collection: CollectionDef,
+  caller: Caller,
+  ids: string[],
+  rule: string | null,
+) {
+  return (ctx: QueryContext) => {
     const joins = new JoinSet()
     const where = ruleWhere(collection, rule, caller, ctx, joins)
     where.push(sql`r.id IN (${sql.join(ids)})`)
@@ -276,12 +369,17 @@ export async function fetchVisible(
     ${joins.sql()} WHERE ${sql.join(where, sql` AND `)}`,
     ]
   }
-  // A write's rule may read the submitted body: compiled each time. Reads are compiled once.
-  if (body)
-    return (await build(queryContext(database, caller, body))[0].execute(database.db)).rows as Row[]
+}
+
+function visibleRead(
+  database: Database,
+  caller: Caller,
+  collection: CollectionDef,
+  ids: string[],
+  rule: string | null,
+): CompiledQuery {
   const key = `view\0${collection.name}\0${rule ?? '\u0001'}\0${ids.join('\0')}`
-  const [query] = compiledFor(database, caller, key, build)
-  return read(database, query)
+  return compiledFor(database, caller, key, visibleQueries(collection, caller, ids, rule))[0]
 }
 
 export async function viewRecord(
@@ -293,4 +391,21 @@ export async function viewRecord(
   const [row] = await fetchVisible(database, caller, collection, [id], collection.viewRule)
   if (!row) throw notFound()
   return toJson(collection, caller, row)
+}
+
+/** viewRecord at once, without a promise, where the database can answer without waiting (as
+ * listRecordsNow); undefined where only viewRecord can. */
+export function viewRecordNow(
+  database: Database,
+  caller: Caller,
+  collection: CollectionDef,
+  id: string,
+): RecordJson | undefined {
+  if (!database.readNow) return undefined
+  const rows = database.readNow(
+    visibleRead(database, caller, collection, [id], collection.viewRule),
+  ) as Row[] | undefined
+  if (!rows) return undefined
+  if (!rows[0]) throw notFound()
+  return toJson(collection, caller, rows[0])
 }

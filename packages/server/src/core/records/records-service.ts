@@ -11,8 +11,10 @@ import type { RecordHooks } from './record-hooks.ts'
 import {
   fetchVisible,
   listRecords,
+  listRecordsNow,
   toJson,
   viewRecord,
+  viewRecordNow,
   type ListQuery,
   type ListResult,
 } from './records-read.ts'
@@ -27,6 +29,13 @@ export interface RecordsService {
     expand?: string,
   ): Promise<ListResult>
   view(caller: Caller, collection: CollectionDef, id: string, expand?: string): Promise<RecordJson>
+  /**
+   * list and view (without expand) answered at once, without a promise, where the database can
+   * answer without waiting (SQLite outside a transaction); undefined where only list and view
+   * can. The same checks, rows and JSON; errors are thrown as they are.
+   */
+  listNow(caller: Caller, collection: CollectionDef, query: ListQuery): ListResult | undefined
+  viewNow(caller: Caller, collection: CollectionDef, id: string): RecordJson | undefined
   create(caller: Caller, collection: CollectionDef, body: Row, expand?: string): Promise<RecordJson>
   update(
     caller: Caller,
@@ -83,6 +92,8 @@ export function createRecordsService(
       const record = await viewRecord(database, caller, collection, id)
       return (await withExpand(caller, collection, [record], expand))[0]
     },
+    listNow: (caller, collection, query) => listRecordsNow(database, caller, collection, query),
+    viewNow: (caller, collection, id) => viewRecordNow(database, caller, collection, id),
     async create(caller, collection, body, expand) {
       checkExpand(collection, expand)
       const row = await createRecord(deps, caller, collection, body)
