@@ -8,7 +8,7 @@
 import type { Hono, MiddlewareHandler } from 'hono'
 import { routePath } from 'hono/route'
 import type { Logger } from 'pino'
-import { log as processLog, withRequestId } from '../tools/log.ts'
+import { log as processLog, requestLine, withRequestId } from '../tools/log.ts'
 
 const unsafeId = /[^\w\-=]/
 
@@ -27,7 +27,7 @@ export function logRequest(
   start: number,
 ): void {
   const ms = Math.round((performance.now() - start) * 10) / 10
-  log.info({ reqId, method, route, status, ms }, 'request')
+  requestLine(log, reqId, method, route, status, ms)
 }
 
 export function accessLog(log: Logger = processLog): MiddlewareHandler {

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pino } from 'pino'
 import { afterEach, describe, expect, it } from 'vitest'
-import { batchedLines } from './log.ts'
+import { batchedLines, createLogger, requestLine, withRequestId } from './log.ts'
 
 describe('batched log lines', () => {
   const dir = mkdtempSync(join(tmpdir(), 'meshwork-log-'))
@@ -31,5 +31,49 @@ describe('batched log lines', () => {
       'third',
       'careful',
     ])
+  })
+})
+
+describe('the access line', () => {
+  const capture = () => {
+    const lines: string[] = []
+    return { lines, destination: { write: (line: string) => void lines.push(line) } }
+  }
+  const sameTime = (line: string) => line.replace(/"time":\d+/, '"time":0')
+
+  it('is the line pino writes for the same fields, in a request scope or not', () => {
+    const { lines, destination } = capture()
+    const log = createLogger({ format: 'json', level: 'info', destination })
+    const cases: Array<[string, string, string, number, number]> = [
+      [
+        '3f0c1c9e-61c8-4d6b-9a8c-6a8e7e0f2a11',
+        'GET',
+        '/api/collections/:collection/records/:id',
+        200,
+        0.3,
+      ],
+      ['proxy-given_id=', 'POST', '/api/chat/send', 503, 12],
+      ['x', 'GET', '/odd "route" \\ é', 404, 1e21], // not plain: pino writes it
+      ['x', 'GET', '/a', 200, Number.NaN],
+    ]
+    for (const [reqId, method, route, status, ms] of cases) {
+      for (const scope of [undefined, reqId, 'another']) {
+        const run = (fn: () => void) => (scope ? withRequestId(scope, fn) : fn())
+        run(() => requestLine(log, reqId, method, route, status, ms))
+        run(() => log.info({ reqId, method, route, status, ms }, 'request'))
+        const [ours, pinos] = lines.splice(0).map(sameTime)
+        expect(ours).toBe(pinos)
+      }
+    }
+  })
+
+  it('is not written below the logger level; a child logger goes through pino', () => {
+    const { lines, destination } = capture()
+    const quiet = createLogger({ format: 'json', level: 'warn', destination })
+    requestLine(quiet, 'a', 'GET', '/a', 200, 1)
+    expect(lines).toEqual([])
+    const child = createLogger({ format: 'json', level: 'info', destination }).child({ part: 'x' })
+    requestLine(child, 'a', 'GET', '/a', 200, 1)
+    expect(JSON.parse(lines[0])).toMatchObject({ part: 'x', reqId: 'a', msg: 'request' })
   })
 })
