@@ -153,6 +153,22 @@ describe.each(dialects)('records API [%s]', (dialect) => {
     expect(lists.map(userConditions)).toEqual([1, 1, 2])
   })
 
+  it('views each record by its own id, one after another (one compiled read for them all)', async () => {
+    const mine = await signUp(server, 'viewer')
+    const created = []
+    for (const title of ['a', 'b', 'c'])
+      created.push(await mine.collection('conversations').create({ model: modelId, title }))
+    const theirs = await pb.collection('conversations').create({ model: modelId, title: 'No' })
+    for (const conv of [...created, created[0]]) {
+      const got = await mine.collection('conversations').getOne(conv.id)
+      expect([got.id, got.title, got.user]).toEqual([conv.id, conv.title, conv.user])
+    }
+    await expect(mine.collection('conversations').getOne(theirs.id)).rejects.toMatchObject({
+      status: 404,
+    })
+    expect((await pb.collection('conversations').getOne(theirs.id)).title).toBe('No')
+  })
+
   it('counts the total only when a page cannot tell it: full, or empty past the first', async () => {
     const mine = await signUp(server, 'counter')
     for (const title of ['one', 'two', 'three'])

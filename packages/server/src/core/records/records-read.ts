@@ -371,6 +371,12 @@ function visibleQueries(
   }
 }
 
+/**
+ * The compiled read of `ids`: compiled once per caller, collection, rule and number of ids, not
+ * per id (a getOne of another record compiled its rule anew, and the ids of a caller's recent
+ * reads pushed their other statements out). The ids are the statement's last parameters (its
+ * last condition), so the ones it was compiled with are replaced by these.
+ */
 function visibleRead(
   database: Database,
   caller: Caller,
@@ -378,8 +384,16 @@ function visibleRead(
   ids: string[],
   rule: string | null,
 ): CompiledQuery {
-  const key = `view\0${collection.name}\0${rule ?? '\u0001'}\0${ids.join('\0')}`
-  return compiledFor(database, caller, key, visibleQueries(collection, caller, ids, rule))[0]
+  const key = `view\0${collection.name}\0${rule ?? '\u0001'}\0${ids.length}`
+  const [compiled] = compiledFor(
+    database,
+    caller,
+    key,
+    visibleQueries(collection, caller, ids, rule),
+  )
+  const parameters = compiled.parameters.slice(0, compiled.parameters.length - ids.length)
+  parameters.push(...ids)
+  return { ...compiled, parameters }
 }
 
 export async function viewRecord(
@@ -402,8 +416,10 @@ export function viewRecordNow(
   id: string,
 ): RecordJson | undefined {
   if (!database.readNow) return undefined
+  // One id, the primary key: at most one row.
   const rows = database.readNow(
     visibleRead(database, caller, collection, [id], collection.viewRule),
+    true,
   ) as Row[] | undefined
   if (!rows) return undefined
   if (!rows[0]) throw notFound()
