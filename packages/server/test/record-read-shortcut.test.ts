@@ -68,6 +68,8 @@ describe('record-read shortcut', () => {
       badPage: '/api/collections/conversations/records?page=x',
       badSkipTotal: '/api/collections/conversations/records?skipTotal=maybe',
       longParam: `/api/collections/conversations/records?sort=${'a'.repeat(3000)}`,
+      longId: `/api/collections/conversations/records/${'a'.repeat(256)}`,
+      longName: `/api/collections/${'a'.repeat(256)}/records`,
       nul: '/api/collections/conversations/records?filter=%00',
       fields: `${list}&fields=id,title`,
       expand: `/api/collections/conversations/records/${mine[0].id}?expand=model`,

@@ -39,6 +39,11 @@ export function checkUrlLimits(c: Context): void {
 /** checkUrlLimits on a request's path and full URL (the record-read shortcut has no Context). */
 export function checkUrl(path: string, url: string): void {
   for (const segment of path.split('/')) if (segment.length > MAX_SHORT_TEXT) throw notFound()
+  checkQuery(url)
+}
+
+/** checkUrl's query half: an overlong query parameter of `url` is a 400. */
+export function checkQuery(url: string): void {
   const queryStart = url.indexOf('?')
   if (queryStart !== -1) {
     for (const [name, value] of new URLSearchParams(url.slice(queryStart + 1))) {

@@ -22,7 +22,7 @@ import { log, withRequestId } from '../tools/log.ts'
 import { urlHasNul } from '../tools/nul.ts'
 import { logRequest, requestIdFor } from './access-log.ts'
 import { unavailableError } from './errors.ts'
-import { checkUrl } from './input-limits.ts'
+import { checkQuery, MAX_SHORT_TEXT } from './input-limits.ts'
 import { COMMON_HEADERS } from './security-headers.ts'
 import type { Metrics } from './metrics.ts'
 import { checkResponseSize, listOptions, RECORD_ROUTE, RECORDS_ROUTE } from './record-crud.ts'
@@ -166,8 +166,10 @@ export function createRecordReadShortcut(
       const path = queryStart === -1 ? url.slice(pathStart) : url.slice(pathStart, queryStart)
       const match = recordPath.exec(path)
       if (!match || urlHasNul(url)) return false
+      // checkUrl's limits: the name and the id are the path's only segments of any length.
+      if (match[1].length > MAX_SHORT_TEXT || (match[2]?.length ?? 0) > MAX_SHORT_TEXT) return false
       try {
-        checkUrl(path, url)
+        checkQuery(url)
       } catch {
         return false
       }
