@@ -24,13 +24,13 @@ export const chatSendBodySchema = z.object({
   prompt: z.string().refine((prompt) => prompt.trim() !== ''),
   temperature: temperatureSchema,
   /**
-   * The id the client chose for the request (a record id: 15 of a-z and 0-9). Sending the same
-   * message again with it, after an answer that never came, answers the request already stored
-   * instead of charging the message twice.
+   * The client's key for this message (its own, per user: letters, digits, '-' and '_'). Sent
+   * again under it, after an answer that never came, the message answers the request already
+   * stored instead of being charged twice.
    */
-  request_id: z
+  idempotency_key: z
     .string()
-    .regex(/^[a-z0-9]{15}$/)
+    .regex(/^[A-Za-z0-9_-]{1,64}$/)
     .optional(),
 })
 export type ChatSendBody = z.infer<typeof chatSendBodySchema>

@@ -86,11 +86,13 @@ async function user(pb: PocketBase, model: string, index: number) {
       conversation_id: conversation.id,
       model_id: model,
       prompt: `story ${index} ${counts.sends}`,
-      // Named, so that a send whose answer is lost can go again without running twice.
-      request_id: newRecordId(),
+      // Keyed, so that a send whose answer is lost can go again without running twice.
+      idempotency_key: newRecordId(),
     }
     let sent = await post(pb, '/api/chat/send', message)
-    for (let again = 0; sent.status === 0 && again < MAX_RETRIES && running; again++) {
+    // No answer, or the balancer's or the coordinator's 5xx: it may have landed all the same.
+    const unsure = (status: number) => status === 0 || status >= 500
+    for (let again = 0; unsure(sent.status) && again < MAX_RETRIES && running; again++) {
       await sleep(500)
       sent = await post(pb, '/api/chat/send', message)
       if (sent.body.repeated) counts.repeatedSends++

@@ -11,6 +11,7 @@ import { requestLeases } from './migrations/0045-request-leases.ts'
 import { chatUx } from './migrations/0050-chat-ux.ts'
 import { apiKeys } from './migrations/0060-api-keys.ts'
 import { approxSizes } from './migrations/0070-approx-sizes.ts'
+import { idempotencyKeys } from './migrations/0080-idempotency-keys.ts'
 import { pendingEarnings } from './migrations/0031-pending-earnings.ts'
 
 /** Every migration, in order. Names sort in run order; never rename or edit a released one. */
@@ -26,6 +27,7 @@ const migrations: Record<string, Migration> = {
   '0050-chat-ux': chatUx,
   '0060-api-keys': apiKeys,
   '0070-approx-sizes': approxSizes,
+  '0080-idempotency-keys': idempotencyKeys,
   // Kysely runs migrations in name order, whatever their order here.
   '0031-pending-earnings': pendingEarnings,
 }

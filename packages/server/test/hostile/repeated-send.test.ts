@@ -2,9 +2,11 @@
  * A send whose answer never reached its client (a 503 after the transaction committed, a
  * connection cut by a coordinator killed or a proxy timing out) is sent again by a client that
  * does not know whether it landed. Without a way to say "this message", the message ran and was
- * charged twice. A client may name its request (`request_id`); the same message sent again under
- * that id answers the stored request. Nobody else can use the id, nor the same user for another
- * message. SQLite and PostgreSQL.
+ * charged twice. A client may give the message an idempotency key; the same message sent again
+ * under it answers the stored request. Keys are each user's own; another message under a key in
+ * use is refused; the request's id is always the server's (a client naming ids reused a deleted
+ * request's, whose ledger rows then made the new request's streamed part free). SQLite and
+ * PostgreSQL.
  */
 import type PocketBase from 'pocketbase'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
@@ -54,21 +56,22 @@ describe.each(dialects)('[%s] the same message sent again after a lost answer', 
     const message = {
       conversation_id: await conversationOf(pb),
       prompt: 'Tell me a story',
-      request_id: newRecordId(),
+      idempotency_key: newRecordId(),
     }
     node.script = 'hang' // still running when it is sent again: the hold is there to compare
     const first = await send(pb, message)
     expect(first.status).toBe(200)
-    expect(first.body.request_id).toBe(message.request_id)
-    await waitUntil(() => node.jobs.some((j) => j.request_id === message.request_id), 5000, 'job')
+    const id = String(first.body.request_id)
+    expect(id).not.toBe(message.idempotency_key)
+    await waitUntil(() => node.jobs.some((j) => j.request_id === id), 5000, 'job')
     const held = (await balanceOf(server, userId(pb))).held
 
     const again = await send(pb, message)
     expect(again.status).toBe(200)
-    expect(again.body).toMatchObject({ request_id: message.request_id, repeated: true })
+    expect(again.body).toMatchObject({ request_id: id, repeated: true })
     expect(await requestsOf(pb)).toHaveLength(1)
     expect((await balanceOf(server, userId(pb))).held).toBe(held)
-    expect(node.jobs.filter((j) => j.request_id === message.request_id)).toHaveLength(1)
+    expect(node.jobs.filter((j) => j.request_id === id)).toHaveLength(1)
     await expectAuditPasses(server)
   })
 
@@ -77,15 +80,16 @@ describe.each(dialects)('[%s] the same message sent again after a lost answer', 
     const message = {
       conversation_id: await conversationOf(pb),
       prompt: 'Tell me a story',
-      request_id: newRecordId(),
+      idempotency_key: newRecordId(),
     }
     const answers = await Promise.all([1, 2, 3, 4].map(() => send(pb, message)))
+    const id = String(answers[0].body.request_id)
     for (const a of answers) {
       expect(a.status).toBe(200)
-      expect(a.body.request_id).toBe(message.request_id)
+      expect(a.body.request_id).toBe(id)
     }
     expect(answers.filter((a) => !a.body.repeated)).toHaveLength(1)
-    expect((await requestEnded(server, message.request_id)).status).toBe('completed')
+    expect((await requestEnded(server, id)).status).toBe('completed')
     expect(await requestsOf(pb)).toHaveLength(1)
     const debits = (await txsOf(server, userId(pb))).filter(
       (t) => t.type === 'debit_inference_request',
@@ -94,56 +98,101 @@ describe.each(dialects)('[%s] the same message sent again after a lost answer', 
     await expectAuditPasses(server)
   })
 
-  it('the id is refused to another user, to another message and to another conversation', async () => {
+  it("a key is its user's own: another user's message under it is theirs, another message of the same user is refused", async () => {
     const owner = await signUp(server, 'owner')
-    const request_id = newRecordId()
+    const idempotency_key = newRecordId()
     const conversation_id = await conversationOf(owner)
-    const sent = await send(owner, { conversation_id, prompt: 'Tell me a story', request_id })
+    const sent = await send(owner, { conversation_id, prompt: 'Tell me a story', idempotency_key })
     expect(sent.status).toBe(200)
-    await requestEnded(server, request_id)
+    const id = String(sent.body.request_id)
+    await requestEnded(server, id)
 
-    const thief = await signUp(server, 'thief')
+    // Another user under the same key: a message of their own, run and charged to them.
+    const other = await signUp(server, 'other')
+    const theirs = await send(other, {
+      conversation_id: await conversationOf(other),
+      prompt: 'Tell me a story',
+      idempotency_key,
+    })
+    expect(theirs.status).toBe(200)
+    expect(theirs.body.request_id).not.toBe(id)
+    expect(theirs.body.repeated).toBeUndefined()
+    await requestEnded(server, String(theirs.body.request_id))
+
+    // The owner under the key in use, for another message or another conversation: refused.
     const tries = [
-      await send(thief, {
-        conversation_id: await conversationOf(thief),
-        prompt: 'Tell me a story',
-        request_id,
-      }),
-      await send(owner, { conversation_id, prompt: 'Another message', request_id }),
+      await send(owner, { conversation_id, prompt: 'Another message', idempotency_key }),
       await send(owner, {
         conversation_id: await conversationOf(owner),
         prompt: 'Tell me a story',
-        request_id,
+        idempotency_key,
       }),
     ]
     for (const t of tries) {
       expect(t.status).toBe(400)
       expect(t.body.data).toEqual({
-        request_id: { code: 'validation_not_unique', message: 'Value must be unique.' },
+        idempotency_key: { code: 'validation_not_unique', message: 'Value must be unique.' },
       })
     }
-    expect(await requestsOf(thief)).toHaveLength(0)
     expect(await requestsOf(owner)).toHaveLength(1)
-    // The thief learned nothing of the owner's request, and it is unchanged.
-    const row = await owner.collection('requests').getOne(request_id)
-    expect(row.prompt).toBe('Tell me a story')
-    expect(row.status).toBe('completed')
+    expect(await requestsOf(other)).toHaveLength(1)
+    const row = await owner.collection('requests').getOne(id)
+    expect(row).toMatchObject({ prompt: 'Tell me a story', status: 'completed' })
+    // The key is not part of the record anybody reads.
+    expect(row.idempotency_key).toBeUndefined()
     await expectAuditPasses(server)
   })
 
-  it('an id that is not a record id is a 400 on that field, nothing held', async () => {
+  it('a key used again after its conversation was deleted makes a new request, whose streamed part is charged', async () => {
+    const pb = await signUp(server, 'deleter')
+    const idempotency_key = newRecordId()
+    const first = await conversationOf(pb)
+    const done = await send(pb, {
+      conversation_id: first,
+      prompt: 'Tell me a story',
+      idempotency_key,
+    })
+    const firstId = String(done.body.request_id)
+    expect((await requestEnded(server, firstId)).status).toBe('completed')
+    await pb.collection('conversations').delete(first)
+
+    // The same key in a new conversation, deleted while its answer streams.
+    node.script = 'hang' // streams two chunks, then waits
+    const second = await conversationOf(pb)
+    // A body naming the deleted request's id (as this API once allowed) names nothing.
+    const again = await send(pb, {
+      conversation_id: second,
+      prompt: 'Tell me a story',
+      idempotency_key,
+      request_id: firstId,
+    })
+    expect(again.status).toBe(200)
+    const secondId = String(again.body.request_id)
+    expect(secondId).not.toBe(firstId)
+    await waitUntil(() => node.jobs.some((j) => j.request_id === secondId), 5000, 'job')
+    await new Promise((r) => setTimeout(r, 300)) // its two chunks streamed
+    await pb.collection('conversations').delete(second)
+    // Each request charged once: the second's streamed part too.
+    const debits = async () =>
+      (await txsOf(server, userId(pb))).filter((t) => t.type === 'debit_inference_request')
+    await waitUntil(async () => (await debits()).length === 2, 10_000, 'the streamed part charged')
+    expect(new Set((await debits()).map((t) => t.request))).toEqual(new Set([firstId, secondId]))
+    await expectAuditPasses(server)
+  })
+
+  it('a key that is not 1-64 letters, digits, - or _ is a 400 on that field, nothing held', async () => {
     const pb = await signUp(server, 'odd')
     const conversation_id = await conversationOf(pb)
-    for (const request_id of ['short', 'UPPERCASEIDXXXX', '../../../etc/p', 42, '']) {
-      const res = await send(pb, { conversation_id, prompt: 'Tell me a story', request_id })
+    for (const idempotency_key of ['', 'a'.repeat(65), '../../../etc/p', 'with space', 42]) {
+      const res = await send(pb, { conversation_id, prompt: 'Tell me a story', idempotency_key })
       expect(res.status).toBe(400)
-      expect(Object.keys(res.body.data as object)).toEqual(['request_id'])
+      expect(Object.keys(res.body.data as object)).toEqual(['idempotency_key'])
     }
     expect(await requestsOf(pb)).toHaveLength(0)
     expect((await balanceOf(server, userId(pb))).held).toBe(0)
   })
 
-  it('without an id, two sends of one message are two requests (as before)', async () => {
+  it('without a key, two sends of one message are two requests (as before)', async () => {
     const pb = await signUp(server, 'plain')
     const message = { conversation_id: await conversationOf(pb), prompt: 'Tell me a story' }
     const a = await send(pb, message)

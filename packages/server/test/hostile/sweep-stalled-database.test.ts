@@ -310,31 +310,28 @@ describe.runIf(databaseUrl)('PostgreSQL stalled [postgres]', () => {
       conversation_id: conversation,
       model_id: stories,
       prompt: 'Hello',
-      request_id: newRecordId(),
+      idempotency_key: newRecordId(),
     }
     const restore = beforeCommitOf(cut.port, send, () => cut.stall('answers'))
     const sending = postJson(server, '/api/chat/send', message, pb.authStore.token)
     const admin = await direct()
-    const stored = `SELECT status FROM ${schema()}.requests WHERE id = $1`
-    const landed = async () => (await admin.query(stored, [message.request_id])).rows.length === 1
-    await waitUntil(landed, 10_000, 'the send committed').finally(() => admin.end())
+    const stored = `SELECT id FROM ${schema()}.requests WHERE idempotency_key = $1`
+    const landed = async () =>
+      (await admin.query(stored, [message.idempotency_key])).rows[0]?.id as string | undefined
+    const id = await waitUntil(landed, 10_000, 'the send committed').finally(() => admin.end())
     restore()
     // The client hears 503; the request is stored, its credits held.
     expect(await sending).toMatchObject({ status: 503, body: unavailable })
     cut.resume()
     // Nobody will send it again: it runs all the same (before, it stayed pending and held for as
     // long as the process lived).
-    const completed = async () =>
-      (await requestRowOf(server, message.request_id)).status === 'completed'
+    const completed = async () => (await requestRowOf(server, id)).status === 'completed'
     await waitUntil(completed, 30_000, 'the request completed')
     expect(node.jobs).toHaveLength(1)
-    // Sent again under its id, the answer is that request; nothing more runs or is charged.
+    // Sent again under its key, the answer is that request; nothing more runs or is charged.
     const again = await postJson(server, '/api/chat/send', message, pb.authStore.token)
-    expect(again).toMatchObject({
-      status: 200,
-      body: { request_id: message.request_id, repeated: true },
-    })
-    const row = await requestRowOf(server, message.request_id)
+    expect(again).toMatchObject({ status: 200, body: { request_id: id, repeated: true } })
+    const row = await requestRowOf(server, id)
     expect(row.reserved).toBe(0)
     const balance = await balanceOf(server, pb.authStore.record!.id)
     expect(balance).toMatchObject({ held: 0, total_spent: Number(row.cost) / 1000 })

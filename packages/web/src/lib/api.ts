@@ -13,8 +13,8 @@ export interface SendChatInput {
   model_id: string
   prompt: string
   temperature: number
-  /** The id this message's request gets: sent again with it, the message is not charged twice. */
-  request_id?: string
+  /** The client's key for this message: sent again under it, it is not charged twice. */
+  idempotency_key?: string
 }
 
 export interface SendChatResult {

@@ -29,7 +29,7 @@ import { buildPrompt, type Turn } from './build-prompt.ts'
 import { quoteMessage, type QuoteAnswer } from './chat-quote.ts'
 import { conversationHistory, exactError, ownConversation, ownRequest } from './chat-records.ts'
 import { touchConversation } from './conversation-activity.ts'
-import { earlierSend, requestIdTaken } from './repeated-send.ts'
+import { earlierSend, keyInUse } from './repeated-send.ts'
 import { isUniqueViolation } from '../../db/unique-violation.ts'
 import { cachedConfig } from './sampling-defaults.ts'
 import { stopRequest } from './stop-request.ts'
@@ -107,12 +107,12 @@ export class ChatService {
       history,
       sampling,
       touch: true,
-      requestId: input.request_id,
+      idempotencyKey: input.idempotency_key,
     }).catch(async (err: unknown) => {
       // The same message sent twice at once: the second insert found the first's row.
-      if (!input.request_id || !isUniqueViolation(err)) throw err
+      if (!input.idempotency_key || !isUniqueViolation(err)) throw err
       const first = await earlierSend(db, user, input)
-      if (!first) throw requestIdTaken()
+      if (!first) throw keyInUse()
       return first
     })
   }
@@ -268,6 +268,8 @@ export class ChatService {
       touch?: boolean
       /** The request this one regenerates: marked replaced in the same transaction. */
       replaces?: string
+      /** The client's key for this message (repeated-send.ts). */
+      idempotencyKey?: string
     } & Partial<ApiRequestStart>,
   ): Promise<SendAnswer> {
     const maxOutput = Math.min(this.maxOutputTokens, p.maxOutput ?? Infinity)
@@ -336,6 +338,7 @@ export class ChatService {
           frequency_penalty: s.frequency_penalty,
           presence_penalty: s.presence_penalty,
           api_key: p.apiKey ?? '',
+          idempotency_key: p.idempotencyKey ?? '',
           created: now,
         })
       }

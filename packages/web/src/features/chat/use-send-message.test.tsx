@@ -9,7 +9,7 @@ const state = vi.hoisted(() => ({
   /** What the server lists now; an Error makes the list fail. */
   listed: [] as unknown[] | Error,
   toasts: [] as string[],
-  sent: [] as Array<{ model_id: string; prompt: string; request_id?: string }>,
+  sent: [] as Array<{ model_id: string; prompt: string; idempotency_key?: string }>,
   /** Sends to fail (the answer lost on the way) before they go through again. */
   failNext: 0,
 }))
@@ -27,10 +27,10 @@ vi.mock('../../lib/pb.ts', () => ({
 }))
 vi.mock('../../lib/boot-results.ts', () => ({ takeBoot: () => undefined }))
 vi.mock('../../lib/api.ts', () => ({
-  sendChat: async (body: { model_id: string; prompt: string; request_id?: string }) => {
+  sendChat: async (body: { model_id: string; prompt: string; idempotency_key?: string }) => {
     state.sent.push(body)
     if (state.failNext-- > 0) throw new TypeError('Failed to fetch')
-    return { request_id: body.request_id, status: 'queued', position: 0 }
+    return { request_id: 'r1', status: 'queued', position: 0 }
   },
   regenerateAnswer: async () => ({ request_id: 'r2' }),
 }))
@@ -121,15 +121,15 @@ describe('a send whose answer was lost', () => {
   })
   afterEach(cleanup)
 
-  it('goes again under the same request id, in the same bubble', async () => {
+  it('goes again under the same idempotency key, in the same bubble', async () => {
     const calls = { added: [] as Array<{ key: string }>, patched: [] as unknown[] }
     const result = sendHook(calls)
     state.failNext = 1
     expect(await sendHello(result)).toBe('hello')
     expect(await sendHello(result)).toBe('')
     const [first, second] = state.sent
-    expect(first.request_id).toMatch(/^[a-z0-9]{15}$/)
-    expect(second.request_id).toBe(first.request_id)
+    expect(first.idempotency_key).toMatch(/^[a-z0-9]{15}$/)
+    expect(second.idempotency_key).toBe(first.idempotency_key)
     expect(calls.added).toHaveLength(1)
     expect(calls.patched).toEqual([
       {
@@ -137,6 +137,7 @@ describe('a send whose answer was lost', () => {
         sendError: expect.stringContaining('Cannot reach the Meshwork server'),
       },
       { key: calls.added[0].key, sendError: undefined },
+      { key: calls.added[0].key, requestId: 'r1' },
     ])
   })
 
@@ -146,7 +147,7 @@ describe('a send whose answer was lost', () => {
     await sendHello(result, 'hello')
     await sendHello(result, 'hello there')
     await sendHello(result, 'hello there')
-    const ids = state.sent.map((s) => s.request_id)
+    const ids = state.sent.map((s) => s.idempotency_key)
     expect(new Set(ids).size).toBe(3)
   })
 })

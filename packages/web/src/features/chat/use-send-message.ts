@@ -3,7 +3,7 @@
  * available model) as in-app messages, the user's message shown at once, and the composer's text
  * given back when the send fails, so nothing typed is lost. A failed send may still have landed
  * (its answer lost on the way): the same text sent again to the same conversation goes under the
- * same request id, so the server answers the stored request instead of charging it twice.
+ * same idempotency key, so the server answers the stored request instead of charging it twice.
  */
 import { useQueryClient, type QueryClient } from '@tanstack/react-query'
 import { useCallback, useRef, useState } from 'react'
@@ -55,9 +55,12 @@ export function useSendMessage(ctx: SendContext) {
   const { toast } = useFeedback()
   const [sending, setSending] = useState(false)
   /** The last send that failed: whether it landed is not known. */
-  const failed = useRef<{ key: string; conversationId: string; prompt: string; requestId: string }>(
-    null,
-  )
+  const failed = useRef<{
+    key: string
+    conversationId: string
+    prompt: string
+    idempotencyKey: string
+  }>(null)
 
   /** Reads the new request once: its events may have gone out before the page listened. */
   const readOnce = useCallback(
@@ -91,23 +94,24 @@ export function useSendMessage(ctx: SendContext) {
     const again = failed.current
     const retry = again?.conversationId === conversationId && again.prompt === prompt ? again : null
     const key = retry?.key ?? newKey('send')
-    const requestId = retry?.requestId ?? newRecordId()
+    const idempotencyKey = retry?.idempotencyKey ?? newRecordId()
     failed.current = null
     // Sent again: its error bubble waits for the answer once more.
     if (retry) ctx.patch(key, { sendError: undefined })
-    else ctx.add({ key, conversationId, prompt, requestId, known: ctx.knownIds() })
+    else ctx.add({ key, conversationId, prompt, known: ctx.knownIds() })
     try {
       const result = await sendChat({
         conversation_id: conversationId,
         model_id: model?.id ?? '',
         prompt,
         temperature: ctx.temperature,
-        request_id: requestId,
+        idempotency_key: idempotencyKey,
       })
+      ctx.patch(key, { requestId: result.request_id })
       void readOnce(conversationId, result.request_id)
       void queryClient.invalidateQueries({ queryKey: ['user_balances'] })
     } catch (err) {
-      failed.current = { key, conversationId, prompt, requestId }
+      failed.current = { key, conversationId, prompt, idempotencyKey }
       ctx.patch(key, { sendError: `Error: ${errorMessage(err, 'Unknown error')}` })
       setDraft((current) => (current.trim() ? current : draft))
     } finally {
