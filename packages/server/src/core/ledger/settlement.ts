@@ -421,12 +421,13 @@ export async function chargeDeletedRequest(
   return { user: s.user, nodeOwner: node.user, conversation: '', cost }
 }
 
-/** Lowers a node's reputation after it dropped or stalled a job. */
-export async function penalizeNode(uow: UnitOfWork, nodeId: string): Promise<void> {
+/** Lowers a node's reputation after it dropped or stalled a job (`jobs` of them at once). */
+export async function penalizeNode(uow: UnitOfWork, nodeId: string, jobs = 1): Promise<void> {
+  const loss = REPUTATION_LOSS * jobs
   await uow.update('nodes', (q) =>
     q
       .set({
-        reputation_score: sql`CASE WHEN reputation_score - ${REPUTATION_LOSS} < 0 THEN 0 ELSE reputation_score - ${REPUTATION_LOSS} END`,
+        reputation_score: sql`CASE WHEN reputation_score - ${loss} < 0 THEN 0 ELSE reputation_score - ${loss} END`,
       })
       .where('id', '=', nodeId),
   )

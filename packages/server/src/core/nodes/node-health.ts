@@ -69,6 +69,12 @@ export class NodeHealth {
     if (Object.keys(values).length) await this.updateNode(nodeId, values)
   }
 
+  /** Reputation lost for `jobs` jobs, with no failure counted toward a bench (node lost its socket
+   * with several jobs: one failure for the loss, the reputation of each job). */
+  async penalize(nodeId: string, jobs: number): Promise<void> {
+    await withSingleWrite(this.core, (uow) => penalizeNode(uow, nodeId, jobs))
+  }
+
   /**
    * A job finished: the run of failures ends, its speed joins the node model's average, and a
    * reference node's answer (its own count against its text) calibrates metering without a

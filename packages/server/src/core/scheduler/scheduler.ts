@@ -132,17 +132,21 @@ export class Scheduler implements RegistryListener {
   }
 
   /**
-   * The node's socket closed: its jobs go to other nodes. The loss counts as one failure however
-   * many jobs it held. Counted per job, one crash of an agent running three jobs benched an honest
-   * node for 5 minutes (npm run chaos killing agents left no node at all); a node dropping on
-   * purpose still pays a failure per disconnect, and is benched after three.
+   * The node's socket closed: its jobs go to other nodes. The loss counts as one failure toward a
+   * bench however many jobs it held, and costs the reputation of each job. Counted as a failure
+   * per job, one crash of an agent running three jobs benched an honest node for 5 minutes (npm
+   * run chaos killing agents left no node at all); a node dropping on purpose is still benched
+   * after three drops, and one dropping many jobs at a time loses their reputation (review: 63 jobs
+   * dropped cost one unit before that).
    */
   onNodeGone(nodeId: string): void {
     const dropped = [...this.book.byJob.values()].filter((work) => work.job?.nodeId === nodeId)
     // A canary's loss is the one held against the node: that also fails the canary.
-    dropped.sort((a, b) => Number(b.canary) - Number(a.canary))
+    dropped.sort((a, b) => Number(Boolean(b.canary)) - Number(Boolean(a.canary)))
     for (const [i, work] of dropped.entries())
       this.reassign(work, ATTEMPT_ENDED.offline, i === 0 ? 'dropped' : null)
+    if (dropped.length > 1)
+      background(this.health.penalize(nodeId, dropped.length - 1), "a dropped node's reputation")
     this.onCapacity()
   }
 
