@@ -171,14 +171,17 @@ export async function startServer(
   let answering = 0
   let answered: (() => void) | null = null
   const http = createHttpServer(httpLimits, (req, res) => {
+    // Draining: clients (and balancers) reconnect elsewhere for their next request.
+    if (draining) res.setHeader('Connection', 'close')
+    // It sends the common headers itself, or gives the request to Hono (throughHono sets them).
+    // A read it answered at once (most of them) leaves nothing for closing to wait for.
+    const taken = recordReads.take(req, res)
+    if (taken && res.writableEnded) return
     answering++
     res.once('close', () => {
       if (--answering === 0) answered?.()
     })
-    // Draining: clients (and balancers) reconnect elsewhere for their next request.
-    if (draining) res.setHeader('Connection', 'close')
-    // It sends the common headers itself, or gives the request to Hono (throughHono sets them).
-    if (recordReads.take(req, res)) return
+    if (taken) return
     if (req.method === 'GET' && req.url?.split('?')[0] === '/api/realtime') {
       setCommonHeaders(res)
       // Opening a stream reads Redis when scaled out: unreachable, the client gets a 503 it can

@@ -171,6 +171,12 @@ describe.each(dialects)('auth [%s]', (dialect) => {
     const pb = await signUp(server)
     const oldToken = pb.authStore.token
     const id = pb.authStore.record!.id
+    // A read of the record with the old token: the read shortcut remembers it as the last one.
+    const read = () =>
+      fetch(`${server.url}/api/collections/users/records/${id}`, {
+        headers: { Authorization: oldToken },
+      })
+    expect((await read()).status).toBe(200)
     const noOld = await pb
       .collection('users')
       .update(id, { password: 'newpassword1', passwordConfirm: 'newpassword1' })
@@ -186,6 +192,7 @@ describe.each(dialects)('auth [%s]', (dialect) => {
       headers: { Authorization: oldToken },
     })
     expect(res.status).toBe(401)
+    expect((await read()).status).toBe(404)
   })
 
   it('slows down and then refuses repeated failed logins from one address', async () => {

@@ -384,7 +384,7 @@ function visibleRead(
   ids: string[],
   rule: string | null,
 ): CompiledQuery {
-  const key = `view\0${collection.name}\0${rule ?? '\u0001'}\0${ids.length}`
+  const key = viewKey(collection, rule, ids.length)
   const [compiled] = compiledFor(
     database,
     caller,
@@ -394,6 +394,20 @@ function visibleRead(
   const parameters = compiled.parameters.slice(0, compiled.parameters.length - ids.length)
   parameters.push(...ids)
   return { ...compiled, parameters }
+}
+
+/** The compiled reads' key of a read by id, made once per collection, rule and number of ids: a
+ * key joined anew for every read had to be flattened and hashed again for the lookup. */
+const viewKeys = new WeakMap<CollectionDef, Map<string | null, Map<number, string>>>()
+
+function viewKey(collection: CollectionDef, rule: string | null, count: number): string {
+  let byRule = viewKeys.get(collection)
+  if (!byRule) viewKeys.set(collection, (byRule = new Map()))
+  let byCount = byRule.get(rule)
+  if (!byCount) byRule.set(rule, (byCount = new Map()))
+  let key = byCount.get(count)
+  if (!key) byCount.set(count, (key = `view\0${collection.name}\0${rule ?? '\u0001'}\0${count}`))
+  return key
 }
 
 export async function viewRecord(
