@@ -33,8 +33,8 @@ export const SHUT_DOWN_MESSAGE =
 
 const CHANNEL = 'leases'
 /** An open request of this process not in its scheduler for this long is an orphan. A send puts
- * its request in the scheduler right after its transaction commits; a claimed one right after its
- * claim, inside the same sweep as this check. */
+ * its request in the scheduler right after its transaction commits; a claimed one is being adopted
+ * (`adopting`) from its claim until it is in the scheduler or ended. */
 export const ORPHAN_AGE_MS = 10_000
 type LeaseMessage = { kind: 'handoff'; from: string }
 
@@ -54,6 +54,9 @@ export class Takeover {
   private closed = false
   /** Sweeps are failing: logged once, until one works again. */
   private failing = false
+  /** Requests being adopted now. Alone, the restart's recovery adopts outside the sweeps: a sweep
+   * finding one of them orphaned meanwhile (claimed, not yet in the scheduler) adopted it twice. */
+  private adopting = new Set<string>()
   private unsubscribe: () => void
 
   constructor(
@@ -175,7 +178,7 @@ export class Takeover {
       .execute()
     let adopted = 0
     for (const { id } of rows) {
-      if (this.closed || scheduler.holds(String(id))) continue
+      if (this.closed || scheduler.holds(String(id)) || this.adopting.has(String(id))) continue
       log.warn({ requestId: id }, 'adopting an open request this process had lost track of')
       adopted++
       await this.adopt(String(id))
@@ -185,6 +188,15 @@ export class Takeover {
 
   /** A request this process just claimed from a dead owner, or found orphaned. */
   private async adopt(requestId: string): Promise<void> {
+    this.adopting.add(requestId)
+    try {
+      await this.adoptNow(requestId)
+    } finally {
+      this.adopting.delete(requestId)
+    }
+  }
+
+  private async adoptNow(requestId: string): Promise<void> {
     const { core, registry, scheduler } = this.deps
     const db = core.database.db
     // Its jobs belong to nobody now: their nodes stop them, their slots come free.
