@@ -27,7 +27,8 @@ async function ping(check: () => Promise<boolean>): Promise<boolean> {
 async function services(core: CoreApp) {
   const [database, bus] = await Promise.all([
     ping(() => core.database.ping()),
-    ping(() => core.bus.ping()),
+    // Scaled out, a process its messages do not reach serves stale realtime streams.
+    ping(async () => core.bus.receiving() && (await core.bus.ping())),
   ])
   return { database, bus, redisConfigured: core.bus.kind === 'redis' }
 }

@@ -14,8 +14,13 @@ export interface Bus {
   subscribe(channel: string, handler: BusHandler): () => void
   /** Resolves once every subscription made so far receives messages. */
   subscribed(): Promise<void>
-  /** A real round trip to the backend, for health checks. */
+  /** A real round trip to the backend: whether what is published now gets out. */
   ping(): Promise<boolean>
+  /**
+   * Whether messages reach this process now: its subscriptions' connection is up and the bus has
+   * resumed after a loss (health needs both; a publisher needs only `ping`).
+   */
+  receiving(): boolean
   /**
    * `handler` runs each time the backend is reached again after its connection was lost: what was
    * published meanwhile never arrived anywhere. The embedded bus is never lost.

@@ -24,6 +24,10 @@ export class MemoryBus implements Bus {
     return true
   }
 
+  receiving(): boolean {
+    return true
+  }
+
   onResumed(): () => void {
     return () => {}
   }

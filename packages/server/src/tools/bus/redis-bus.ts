@@ -82,11 +82,14 @@ export class RedisBus implements Bus {
     await this.pending
   }
 
+  /** Messages reach this process through the subscriber connection only: until it is back, and
+   * the handlers of a resumed bus have run (realtime streams that missed events end), nothing does,
+   * though the publishing connection answers. */
+  receiving(): boolean {
+    return !this.lost && this.sub.status === 'ready'
+  }
+
   async ping(): Promise<boolean> {
-    // Messages reach this process through the subscriber connection only: until it is back, and
-    // the handlers of a resumed bus have run (realtime streams that missed events end), the bus
-    // is down, though the other connection answers.
-    if (this.lost || this.sub.status !== 'ready') return false
     try {
       return (await this.pub.ping()) === 'PONG'
     } catch {
