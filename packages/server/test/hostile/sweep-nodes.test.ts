@@ -17,7 +17,7 @@ import { connect } from 'node:net'
 import type PocketBase from 'pocketbase'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { modelMirror as mirror } from '@meshwork/test-kit'
-import type { JobOfferFrame } from '@meshwork/protocol'
+import { JOB_REJECT_REASONS, type JobOfferFrame } from '@meshwork/protocol'
 import {
   ATTEMPT_ENDED,
   FULL_RUN_GAP_MS,
@@ -353,6 +353,36 @@ describe.each(dialects)('[%s] hostile nodes: "full" for ever, alone with a model
       const after = await balanceOf(server, user)
       expect(after.balance).toBe(before.balance)
       expect(after.held).toBe(0)
+      await expectAuditPasses(server)
+    } finally {
+      liar.node.kill()
+    }
+  })
+
+  it('a node saying its model is "not being served" for ever is bounded the same way, and the user reads why', async () => {
+    const liar = await servingNode(server, stories)
+    const notServing = (job: JobOfferFrame) =>
+      liar.node.send({
+        type: 'job_rejected',
+        job_id: job.job_id,
+        reason: JOB_REJECT_REASONS.notServing,
+      })
+    liar.node.onOffer = notServing
+    try {
+      const pb = await signUp(server, 'loading')
+      const id = await ask(pb)
+      const failed = await waitUntil(
+        async () => {
+          const r = await requestRow(id)
+          return r.status === 'failed' && r
+        },
+        STALL_MS * 5,
+        'the request failed',
+      )
+      expect(liar.node.jobs.filter((j) => j.request_id === id).length).toBeGreaterThan(3)
+      expect(failed.error_message).toBe(`${NO_NODE_MESSAGE} (${ATTEMPT_ENDED.loading})`)
+      expect(failed.can_retry).toBeTruthy()
+      expect((await balanceOf(server, pb.authStore.record!.id)).held).toBe(0)
       await expectAuditPasses(server)
     } finally {
       liar.node.kill()

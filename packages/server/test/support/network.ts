@@ -138,6 +138,8 @@ export class FakeNode {
   jobs: JobOfferFrame[] = []
   /** Offers to answer with 'No free job slot' before running any. */
   rejectNext = 0
+  /** Answers every offer instead of the script, when set. */
+  onOffer: ((job: JobOfferFrame) => void) | null = null
   private heartbeat: NodeJS.Timeout | null = null
 
   constructor(
@@ -214,6 +216,7 @@ export class FakeNode {
 
   protected async run(job: JobOfferFrame) {
     this.jobs.push(job)
+    if (this.onOffer) return this.onOffer(job)
     if (this.rejectNext > 0) {
       this.rejectNext--
       return this.send({ type: 'job_rejected', job_id: job.job_id, reason: 'No free job slot' })

@@ -33,7 +33,7 @@ import {
   FULL_NODE_PAUSE_MS,
   MAX_OFFERS,
   NO_NODE_MESSAGE,
-  ASK_AGAIN_REASONS,
+  ASK_AGAIN_LATER,
   DRAIN_REASON,
   type JobFrame,
   type SchedulerOptions,
@@ -174,9 +174,11 @@ export class Scheduler implements RegistryListener {
         job.lastActivity = Date.now()
         work.publisher?.touch()
         return
-      case 'job_rejected':
-        if (ASK_AGAIN_REASONS.has(frame.reason)) return this.retryLater(work, nodeId)
+      case 'job_rejected': {
+        const later = ASK_AGAIN_LATER.get(frame.reason)
+        if (later) return this.retryLater(work, nodeId, later)
         return this.reassign(work, ATTEMPT_ENDED.rejected, 'rejected', frame.reason)
+      }
       case 'job_failed':
         return this.reassign(work, ATTEMPT_ENDED.failed, 'failed', frame.error)
       case 'job_done':
@@ -436,17 +438,18 @@ export class Scheduler implements RegistryListener {
    * The node was full after all (its own count differs from ours for a moment): the node may take
    * this request again once it has had a moment, unlike a node that dropped or failed it.
    */
-  private retryLater(work: Work, nodeId: string) {
+  /** The node turned the offer down for no fault of its own (`reason`: what the user may read). */
+  private retryLater(work: Work, nodeId: string, reason: string) {
     const session = this.registry.get(nodeId)
     if (session) session.fullUntil = Date.now() + FULL_NODE_PAUSE_MS
     const owner = work.job?.owner ?? ''
     // An offer not yet accepted keeps the time it went out.
     const offeredAt = work.job?.acceptedAt ?? Date.now()
-    this.reassign(work, ATTEMPT_ENDED.full, null)
+    this.reassign(work, reason, null)
     // Too long answered "full" without a break: it fails retryable, nothing charged (full-node.ts).
     if (noteFullAnswer(work, nodeId, owner, offeredAt, this.options.stallMs)) {
       this.book.unqueue(work)
-      return this.book.fail(work, `${NO_NODE_MESSAGE} (${ATTEMPT_ENDED.full})`)
+      return this.book.fail(work, `${NO_NODE_MESSAGE} (${reason})`)
     }
     setTimeout(() => this.onCapacity(), FULL_NODE_PAUSE_MS + 10).unref()
   }

@@ -57,17 +57,6 @@ export const defaultSchedulerOptions: SchedulerOptions = {
 
 /** The agent's reason for an offer beyond its free slots: that node is asked again later. */
 export const NO_SLOT_REASON = JOB_REJECT_REASONS.noSlot
-/**
- * Offers turned down for no fault of the node, which is asked again a moment later: no free slot,
- * or the model not loaded yet. An agent back from a restart says hello before its model is loaded
- * again, while its stored state still says serving, and its first offers came then: held against
- * it, they failed its requests and benched it (npm run chaos killing agents). A node saying so for
- * ever is bounded as a "full" one is (full-node.ts).
- */
-export const ASK_AGAIN_REASONS: ReadonlySet<string> = new Set([
-  NO_SLOT_REASON,
-  JOB_REJECT_REASONS.notServing,
-])
 export const MAX_OFFERS = 10
 /** Why a request was not run by a process that shut down (no other process could take it). */
 export const DRAIN_REASON = 'The coordinator shut down'
@@ -95,7 +84,21 @@ export const ATTEMPT_ENDED = {
   failed: 'The node could not run the request',
   rejected: 'The node turned the request down',
   full: NO_SLOT_REASON,
+  loading: 'The node is still loading the model',
 } as const
+
+/**
+ * Offers turned down for no fault of the node, which is asked again a moment later, by the node's
+ * reason, with what its request's user may read: no free slot, or the model not loaded yet. An
+ * agent back from a restart says hello before its model is loaded again, while its stored state
+ * still says serving, and its first offers came then: held against it, they failed its requests
+ * and benched it (npm run chaos killing agents). A node saying so for ever is bounded as a "full"
+ * one is (full-node.ts).
+ */
+export const ASK_AGAIN_LATER: ReadonlyMap<string, string> = new Map([
+  [NO_SLOT_REASON, ATTEMPT_ENDED.full],
+  [JOB_REJECT_REASONS.notServing, ATTEMPT_ENDED.loading],
+])
 
 /**
  * A canary (verification/canaries.ts): offered to one node only, never to another, paid by nobody;
