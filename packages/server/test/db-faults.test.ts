@@ -18,6 +18,8 @@ import { balanceOf, expectAuditPasses } from './support/ledger.ts'
 import { FakeNode, linkNode, postJson, servingNode, waitUntil } from './support/network.ts'
 import { unhandledDuringSuite } from './support/unhandled.ts'
 import { SAVE_FAILED_MESSAGE } from '../src/core/scheduler/scheduler.ts'
+import { ORPHAN_AGE_MS } from '../src/core/scheduler/takeover.ts'
+import { CANCEL_REQUEST_PATH } from '@meshwork/protocol'
 
 const redisUrl = process.env.TEST_REDIS_URL
 
@@ -331,6 +333,36 @@ describe.each(dialects)('[%s] database faults never end the process', (dialect) 
       node.kill()
     }
   })
+
+  it('scheduler: a Stop whose write fails on the database is retried; the stopped request never runs', async () => {
+    const { node } = await servingNode(server, stories)
+    node.script = 'hang' // the first request keeps the node's one slot; the second waits
+    try {
+      const pb = await signUp(server, 'stopfail')
+      const running = await send(pb)
+      await waitUntil(() => node.jobs.length === 1, 5000, 'the first job running')
+      const queued = await send(pb)
+      faults.fail(/^update requests$/, 1)
+      const stop = await postJson(
+        server,
+        CANCEL_REQUEST_PATH,
+        { request_id: queued },
+        pb.authStore.token,
+      )
+      expect(stop.status).toBe(200)
+      expect(faults.count(/^update requests$/)).toBe(1)
+      expect((await request(queued)).status).toBe('cancelled')
+      // Past the age at which an open request a process lost track of is adopted and run.
+      node.script = 'stream'
+      await postJson(server, CANCEL_REQUEST_PATH, { request_id: running }, pb.authStore.token)
+      await new Promise((r) => setTimeout(r, ORPHAN_AGE_MS + 3000))
+      expect(node.jobs.map((j) => j.request_id)).toEqual([running])
+      expect((await request(queued)).status).toBe('cancelled')
+      expect((await balanceOf(server, uid(pb))).held).toBe(0)
+    } finally {
+      node.kill()
+    }
+  }, 30_000)
 
   it('a send whose reservation fails answers an error in PocketBase shape and holds nothing', async () => {
     const pb = await signUp(server, 'noreserve')

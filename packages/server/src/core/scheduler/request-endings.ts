@@ -4,10 +4,12 @@
  * settlement did not commit fails retryable instead. The single writes are in request-writes.ts.
  */
 import type { CoreApp } from '../app.ts'
+import type { Cancellation } from '../ledger/settlement.ts'
 import type { MeteredAnswer } from '../metering/answer-meter.ts'
 import type { NodeHealth } from '../nodes/node-health.ts'
 import { log } from '../../tools/log.ts'
 import {
+  cancelAndPublish as cancelOnce,
   chargeDeletedAndPublish,
   failAndPublish as failOnce,
   setJobStatus,
@@ -32,28 +34,48 @@ export function stopRetrying(core: CoreApp): void {
 }
 
 /**
- * Fails a request retryable and publishes it (request-writes.ts), retrying a database error with
- * a growing pause for about a minute, so a passing fault never leaves a request open with its
- * hold; after that, or once the scheduler has closed, restart recovery and the takeover of
- * requests end it.
+ * Runs one of a request's end writes (request-writes.ts), retrying a database error with a growing
+ * pause for about a minute, so a passing fault never leaves a request open with its hold; after
+ * that, or once the scheduler has closed, restart recovery and the takeover of requests end it.
  */
-export async function failAndPublish(
+async function retried<T>(
   core: CoreApp,
   requestId: string,
-  message: string,
-  owner: string,
-): Promise<void> {
+  what: string,
+  write: () => Promise<T>,
+): Promise<T> {
   for (let attempt = 0; ; attempt++) {
     try {
-      return await failOnce(core, requestId, message, owner)
+      return await write()
     } catch (err) {
       if (closedCores.has(core) || attempt + 1 >= END_RETRIES) throw err
-      log.error({ err, requestId }, 'failing a request failed, retrying')
+      log.error({ err, requestId }, `${what} failed, retrying`)
       await new Promise((r) =>
         setTimeout(r, Math.min(END_RETRY_MAX_MS, END_RETRY_MS * 2 ** attempt)).unref(),
       )
     }
   }
+}
+
+/** Fails a request retryable and publishes it, retried (above). */
+export function failAndPublish(
+  core: CoreApp,
+  requestId: string,
+  message: string,
+  owner: string,
+): Promise<void> {
+  return retried(core, requestId, 'failing a request', () =>
+    failOnce(core, requestId, message, owner),
+  )
+}
+
+/**
+ * Cancels a request (its user's Stop) and publishes it, retried (above). Given up on once, the
+ * request stayed open under this process, and was then adopted as an orphan (takeover.ts) and run
+ * after its user had stopped it.
+ */
+export function cancelAndPublish(core: CoreApp, c: Cancellation): Promise<boolean> {
+  return retried(core, c.requestId, 'cancelling a request', () => cancelOnce(core, c))
 }
 
 /** A job its node finished, with the answer as the coordinator metered it. */

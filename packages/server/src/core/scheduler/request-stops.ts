@@ -7,7 +7,8 @@
 import type { CoreApp } from '../app.ts'
 import { background } from '../../tools/background.ts'
 import { log } from '../../tools/log.ts'
-import { cancelAndPublish, chargeDeletedAndPublish, setJobStatus } from './request-writes.ts'
+import { chargeDeletedAndPublish, setJobStatus } from './request-writes.ts'
+import { cancelAndPublish } from './request-endings.ts'
 import type { WorkBook } from './work-book.ts'
 import type { Work } from './work.ts'
 
