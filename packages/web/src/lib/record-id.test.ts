@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { newRecordId } from './record-id.ts'
 
 describe('newRecordId', () => {
-  it('is 15 of a-z and 0-9, as the server asks of a request id', () => {
+  it('is 15 of a-z and 0-9 (a PocketBase record id; sends use one as their idempotency key)', () => {
     for (let i = 0; i < 1000; i++) expect(newRecordId()).toMatch(/^[a-z0-9]{15}$/)
   })
 
