@@ -5,7 +5,7 @@
  * stored row to end. A request that no process has (its process stopped) is ended here, uncharged.
  */
 import type { CoreApp } from '../app.ts'
-import { OPEN_STATUSES } from '../ledger/settlement.ts'
+import { cancellationOfNothing, OPEN_STATUSES } from '../ledger/settlement.ts'
 import { cancelAndPublish } from '../scheduler/request-writes.ts'
 import type { Scheduler } from '../scheduler/scheduler.ts'
 import { background } from '../../tools/background.ts'
@@ -56,14 +56,7 @@ export async function stopRequest(
     }
     await pinged
   }
-  await cancelAndPublish(core, {
-    requestId,
-    nodeId: '',
-    response: '',
-    tokensInput: 0,
-    tokensOutput: 0,
-    processingTimeMs: 0,
-  })
+  await cancelAndPublish(core, cancellationOfNothing(requestId))
 }
 
 async function isOpen(core: CoreApp, requestId: string): Promise<boolean> {

@@ -325,6 +325,18 @@ export interface Cancellation {
   processingTimeMs: number
 }
 
+/** The cancellation of a request with nothing streamed (still queued, or stopped by no node). */
+export function cancellationOfNothing(requestId: string): Cancellation {
+  return {
+    requestId,
+    nodeId: '',
+    response: '',
+    tokensInput: 0,
+    tokensOutput: 0,
+    processingTimeMs: 0,
+  }
+}
+
 /**
  * Ends an open request its owner stopped (`POST /api/requests/cancel`, or a `/v1` client that went
  * away): `cancelled` with the text produced so far, its hold released, and what was produced paid

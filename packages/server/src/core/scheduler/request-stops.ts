@@ -7,6 +7,7 @@
 import type { CoreApp } from '../app.ts'
 import { background } from '../../tools/background.ts'
 import { log } from '../../tools/log.ts'
+import { cancellationOfNothing } from '../ledger/settlement.ts'
 import { chargeDeletedAndPublish, setJobStatus } from './request-writes.ts'
 import { cancelAndPublish } from './request-endings.ts'
 import type { WorkBook } from './work-book.ts'
@@ -44,14 +45,7 @@ export class RequestStops {
     work.ending = true
     book.unqueue(work)
     const job = work.job
-    const cancellation = {
-      requestId,
-      nodeId: '',
-      response: '',
-      tokensInput: 0,
-      tokensOutput: 0,
-      processingTimeMs: 0,
-    }
+    const cancellation = cancellationOfNothing(requestId)
     if (job) {
       // What the coordinator counted of the part streamed (no claim from the node: none came).
       const answer = job.meter.finish(null)
