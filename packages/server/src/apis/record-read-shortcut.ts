@@ -159,11 +159,11 @@ export function createRecordReadShortcut(
       if (!this.enabled || req.method !== 'GET') return false
       const target = req.url ?? ''
       if (!target.startsWith('/api/collections/')) return false
-      const url = honoUrl(req.headers.host, target)
+      // The URL from its path on (the host is plain: nothing below looks for anything in it).
+      const url = honoTarget(req.headers.host, target)
       if (!url) return false
-      const pathStart = url.indexOf('/', url.indexOf(':') + 4)
-      const queryStart = url.indexOf('?', pathStart)
-      const path = queryStart === -1 ? url.slice(pathStart) : url.slice(pathStart, queryStart)
+      const queryStart = url.indexOf('?')
+      const path = queryStart === -1 ? url : url.slice(0, queryStart)
       const match = recordPath.exec(path)
       if (!match || urlHasNul(url)) return false
       // checkUrl's limits: the name and the id are the path's only segments of any length.
@@ -181,16 +181,17 @@ export function createRecordReadShortcut(
   }
 }
 
-/** The request's URL as @hono/node-server builds it (plain HTTP), or null where it would fail. */
-function honoUrl(host: string | undefined, target: string): string | null {
+/** The request's URL as @hono/node-server builds it (plain HTTP) from its path on, or null where
+ * it would fail. */
+function honoTarget(host: string | undefined, target: string): string | null {
   if (!host || !plainHost.test(host)) return null
-  const url = `http://${host}${target}`
-  if (plainTarget.test(target) && !dotSegment.test(target)) return url
+  if (plainTarget.test(target) && !dotSegment.test(target)) return target
   const backslash = target.indexOf('\\')
   if (backslash !== -1 && (target.indexOf('?') === -1 || backslash < target.indexOf('?')))
     return null
   try {
-    return new URL(url).href
+    const { href } = new URL(`http://${host}${target}`)
+    return href.slice(href.indexOf('/', href.indexOf(':') + 3))
   } catch {
     return null
   }

@@ -305,7 +305,8 @@ function cachedStatement(driver: SqliteDatabase.Database, text: string): CachedS
       return out
     },
     first(parameters) {
-      const values = withLikeBudget(() => stmt.get(parameters)) as unknown[] | undefined
+      statementLikeBudget.left = SQLITE_LIKE_BUDGET // withLikeBudget, without a closure
+      const values = stmt.get(parameters) as unknown[] | undefined
       return values && makeRow(values)
     },
   }

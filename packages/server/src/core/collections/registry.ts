@@ -10,7 +10,8 @@ for (const c of collections) {
 
 /** The collection named (case-insensitive) or with that id, as PocketBase resolves path params. */
 export function findCollection(nameOrId: string): CollectionDef | undefined {
-  return byKey.get(nameOrId.toLowerCase())
+  // The keys are lower case: a name asked in lower case (nearly all) needs no copy.
+  return byKey.get(nameOrId) ?? byKey.get(nameOrId.toLowerCase())
 }
 
 export function requireCollection(nameOrId: string): CollectionDef {

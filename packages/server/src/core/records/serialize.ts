@@ -28,22 +28,34 @@ function keyOrder(collection: CollectionDef): string[] {
   return order
 }
 
+/** Per collection, each output key in order with its field (null for the three that are not). */
+const keyFields = new WeakMap<CollectionDef, Array<[string, FieldDef | null]>>()
+
+function keysWithFields(collection: CollectionDef): Array<[string, FieldDef | null]> {
+  let keys = keyFields.get(collection)
+  if (!keys) {
+    const types = fieldTypes(collection)
+    const special = new Set(['collectionId', 'collectionName', 'id'])
+    keys = keyOrder(collection).map((key) => [key, special.has(key) ? null : types.get(key)!])
+    keyFields.set(collection, keys)
+  }
+  return keys
+}
+
 export function serializeRecord(
   collection: CollectionDef,
   row: Row,
   opts: SerializeOptions,
 ): RecordJson {
-  const types = fieldTypes(collection)
+  const showPrivate = opts.owner || opts.superuser
   const out: RecordJson = {}
-  for (const key of keyOrder(collection)) {
-    if (key === 'collectionId') out.collectionId = collection.id
-    else if (key === 'collectionName') out.collectionName = collection.name
-    else if (key === 'id') out.id = row.id
-    else {
-      const field = types.get(key)!
-      if (field.private && !opts.owner && !opts.superuser) continue
+  for (const [key, field] of keysWithFields(collection)) {
+    if (field) {
+      if (field.private && !showPrivate) continue
       out[key] = decodeValue(field, row[key])
-    }
+    } else if (key === 'collectionId') out.collectionId = collection.id
+    else if (key === 'collectionName') out.collectionName = collection.name
+    else out.id = row.id
   }
   if (collection.type === 'auth') {
     const visible = opts.self || opts.superuser || out.emailVisibility === true
