@@ -4,8 +4,10 @@
  * (Request and Response objects, the middleware chain, header conversions) beside a read that a
  * bare server answers in ~45 µs (docs/performance.md, "Records against the stack's ceiling").
  *
- * It does what the Hono route does (record-crud.ts), through the same functions, and answers the
- * same bytes: headers in the same order, the same JSON, the same access line, request id and
+ * It does what the Hono route does (record-crud.ts), through the same functions (or their
+ * at-once twins, `callerNow`, `listNow` and `viewNow`, which answer without a promise where the
+ * token is cached and SQLite can read outside a transaction: most reads), and answers the same
+ * bytes: headers in the same order, the same JSON, the same access line, request id and
  * metrics (test/record-read-shortcut.test.ts compares the two paths). It takes only what it can
  * answer exactly: GET, a path and host Hono would read as they are, no `fields` or `expand`, a URL
  * within the limits; and it answers only successes, and a database that cannot answer (the 503
