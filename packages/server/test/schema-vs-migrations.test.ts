@@ -20,8 +20,9 @@ type Kind = 'text' | 'number' | 'integer' | 'bool'
 
 /** Columns only the server reads and writes, never part of a record (so not in schema.ts). */
 const serverOnly: Record<string, string[]> = {
-  // The coordinator process that owns the request's lease (migration 0045, scaled out).
-  requests: ['lease_owner'],
+  // The coordinator process that owns the request's lease (migration 0045, scaled out), and the
+  // client's idempotency key of the send that stored it (migration 0080).
+  requests: ['lease_owner', 'idempotency_key'],
 }
 
 /** The storage kind ddl.ts gives each field type. */
