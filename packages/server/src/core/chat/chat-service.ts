@@ -74,6 +74,9 @@ export interface ApiRequestStart {
 }
 
 export const ONLY_LAST_MESSAGE = 'Only the last answer can be regenerated.'
+/** A request in one of these may be regenerated. */
+const ENDED_STATUSES = ['completed', 'failed', 'cancelled'] as const
+const isEnded = (status: string) => (ENDED_STATUSES as readonly string[]).includes(status)
 export const STILL_WRITING = 'This answer is still being written.'
 
 export class ChatService {
@@ -128,8 +131,7 @@ export class ChatService {
     if (!user) throw unauthorized()
     const db = this.core.database.db
     const request = await ownRequest(db, user, input.request_id)
-    if (!['completed', 'failed', 'cancelled'].includes(String(request.status)))
-      throw new ApiError(400, STILL_WRITING)
+    if (!isEnded(String(request.status))) throw new ApiError(400, STILL_WRITING)
     if (request.replaced_by) throw new ApiError(400, ONLY_LAST_MESSAGE)
     const later = await db
       .selectFrom('requests')
@@ -314,8 +316,14 @@ export class ChatService {
         lease_owner: this.core.processId,
       }
       if (p.retryOf) {
+        // Checked again here: a regenerate of the same answer may have replaced it since the read
+        // (a replaced request run again would be charged and never shown).
         const res = await uow.update('requests', (q) =>
-          q.set(values).where('id', '=', p.retryOf!).where('status', '=', 'failed'),
+          q
+            .set(values)
+            .where('id', '=', p.retryOf!)
+            .where('status', '=', 'failed')
+            .where('replaced_by', '=', ''),
         )
         if (res.length !== 1) throw new ApiError(400, 'Only failed requests can be retried.')
         stored = res[0]
@@ -347,10 +355,21 @@ export class ChatService {
           q
             .set({ replaced_by: requestId, updated: now })
             .where('id', '=', p.replaces!)
-            .where('replaced_by', '=', ''),
+            .where('replaced_by', '=', '')
+            .where('status', 'in', ENDED_STATUSES),
         )
-        // Two regenerations of one answer at once: only the first may replace it.
-        if (replaced.length !== 1) throw new ApiError(400, ONLY_LAST_MESSAGE)
+        // Two regenerations of one answer at once: only the first may replace it; and an answer
+        // a retry has put back to work since the read is not replaced under it (it would run,
+        // be charged and never be shown).
+        if (replaced.length !== 1) {
+          const current = await trx
+            .selectFrom('requests')
+            .select(['status', 'replaced_by'])
+            .where('id', '=', p.replaces)
+            .executeTakeFirst()
+          const writing = current && !current.replaced_by && !isEnded(String(current.status))
+          throw new ApiError(400, writing ? STILL_WRITING : ONLY_LAST_MESSAGE)
+        }
       }
       return r
     }).catch((err) => {
