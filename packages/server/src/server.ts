@@ -25,6 +25,7 @@ import { createOriginResolver } from './apis/client-origin.ts'
 import { setCommonHeaders } from './apis/security-headers.ts'
 import { createRecordReadShortcut, type RecordReadShortcut } from './apis/record-read-shortcut.ts'
 import { bindWebApp } from './apis/web-app.ts'
+import { cutStalledWrites } from './apis/stalled-writes.ts'
 import { bindModelDownload } from './apis/model-download.ts'
 import { BuiltinModels } from './core/models/builtin-models.ts'
 import { bindAgentPackage } from './apis/agent-package.ts'
@@ -73,6 +74,8 @@ export interface ServerExtras {
   openai?: OpenAiRouteOptions
   /** How long a request may take to arrive whole, headers and body (tests shorten it). */
   requestTimeoutMs?: number
+  /** How long a client may take none of the bytes waiting for it (tests shorten it). */
+  writeStallMs?: number
 }
 
 /**
@@ -199,6 +202,7 @@ export async function startServer(
     throughHono(req, res)
   })
   http.keepAliveTimeout = 65_000
+  const stopCuttingStalls = cutStalledWrites(http, extras.writeStallMs)
   const closeGateway = attachNodeGateway(http, core.database, network.registry)
   await new Promise<void>((resolve) => http.listen(config.port, config.host, resolve))
   const port = (http.address() as AddressInfo).port
@@ -222,6 +226,7 @@ export async function startServer(
     },
     async close() {
       closeGateway()
+      stopCuttingStalls()
       metrics?.close()
       network.close()
       realtime.stop()

@@ -235,3 +235,91 @@ describe('slow readers', () => {
     }
   })
 })
+
+/**
+ * A plain answer (not a stream) is written whole at once: a client that asks for megabytes and
+ * never reads them left them in the process for as long as it kept the connection open (Node has
+ * no write timeout). A connection whose client takes no bytes for the write deadline is cut; one
+ * that reads slowly, but reads, gets its whole answer however long it takes.
+ */
+describe('answers never read', () => {
+  let server: TestServer
+  let serverSide: ReturnType<typeof watchServerSockets>
+  const stallMs = 2500
+  let token: string
+  beforeAll(async () => {
+    server = await startTestServer('sqlite', {}, { writeStallMs: stallMs })
+    serverSide = watchServerSockets(server)
+    const pb = await signUp(server, 'hoarder')
+    token = pb.authStore.token
+    const model = await modelId(server)
+    const conversation = await pb.collection('conversations').create({ model, title: 'big' })
+    // Ten answers of 700 kB: a page of 7 MB, more than loopback's buffers take.
+    for (let i = 0; i < 10; i++)
+      await createAsServer(server, 'requests', {
+        user: pb.authStore.record!.id,
+        conversation: conversation.id,
+        model,
+        prompt: 'p',
+        response: `${i}`.repeat(700_000),
+        status: 'completed',
+      })
+  })
+  afterAll(async () => server.stop())
+
+  /** Asks for the page of ten answers on a raw socket, and reads nothing yet. */
+  async function askForThePage() {
+    const socket = net.connect(server.port, '127.0.0.1')
+    socket.on('error', () => {})
+    await new Promise((resolve) => socket.once('connect', resolve))
+    socket.pause()
+    socket.write(
+      `GET /api/collections/requests/records?perPage=10 HTTP/1.1\r\nHost: meshwork\r\nAuthorization: ${token}\r\n\r\n`,
+    )
+    const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()))
+    await waitUntil(() => serverSide(socket)?.socket.writableLength > 0, 5000, 'the answer written')
+    return { socket, closed }
+  }
+
+  it('a page of megabytes its client never reads is cut after the write deadline', async () => {
+    const { socket, closed } = await askForThePage()
+    const coordinator = serverSide(socket)
+    expect(coordinator.maxBuffered).toBeGreaterThan(5_000_000)
+    const asked = Date.now()
+    await waitUntil(() => coordinator.socket.destroyed, 4 * stallMs, 'the stalled answer cut')
+    expect(Date.now() - asked).toBeGreaterThanOrEqual(stallMs)
+    // Reading now, the client finds its answer cut short.
+    let received = 0
+    socket.on('data', (data: Buffer) => (received += data.length))
+    socket.resume()
+    await closed
+    expect(received).toBeLessThan(7_000_000)
+  })
+
+  it('a client that reads in bursts, longer in all than the deadline, gets its whole answer', async () => {
+    const { socket, closed } = await askForThePage()
+    let cut = false
+    void closed.then(() => (cut = true))
+    // 2 MB a second: the page takes about four seconds, more than the deadline, while the
+    // coordinator sees its bytes taken within every deadline.
+    const started = Date.now()
+    let received = 0
+    let burst = 0
+    let last = ''
+    socket.on('data', (data: Buffer) => {
+      received += data.length
+      burst += data.length
+      last = data.toString('latin1').slice(-1)
+      if (burst >= 2_000_000) socket.pause()
+    })
+    while (last !== '}' || received < 7_000_000) {
+      expect(cut, `cut after ${received} bytes`).toBe(false)
+      burst = 0
+      socket.resume()
+      await new Promise((resolve) => setTimeout(resolve, 1000))
+    }
+    expect(Date.now() - started).toBeGreaterThan(stallMs)
+    expect(serverSide(socket).socket.destroyed).toBe(false)
+    socket.destroy()
+  })
+})
