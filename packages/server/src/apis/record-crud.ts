@@ -76,10 +76,22 @@ export function bindRecordCrud(app: Hono, core: CoreApp) {
     checkFields(c, collection)
     const caller = await callerOf(c, core.auth)
     const body = await readBody(c)
-    return respond(
-      c,
-      await core.records.update(caller, collection, c.req.param('id'), body, c.req.query('expand')),
-    )
+    const id = c.req.param('id')
+    const update = () => core.records.update(caller, collection, id, body, c.req.query('expand'))
+    // A password change checks `oldPassword` against the stored one: a guess, counted as a
+    // sign-in attempt on the account (a stolen token must not guess the password without limit).
+    const guess =
+      collection.type === 'auth' &&
+      !caller.superuser &&
+      caller.auth !== null &&
+      String(caller.auth.id) === id &&
+      typeof (body as Record<string, unknown> | null)?.password === 'string' &&
+      (body as Record<string, unknown>).password !== ''
+    if (!guess) return respond(c, await update())
+    const attempt = await core.auth.passwordAttempt(String(caller.auth!.email), clientAddress(c))
+    const updated = await update()
+    await attempt.succeeded()
+    return respond(c, updated)
   })
 
   app.delete(`${base}/:id`, async (c) => {

@@ -8,7 +8,7 @@ import { requireCollection } from '../collections/registry.ts'
 import { asUser, guest, type Caller } from '../records/caller.ts'
 import type { RecordsService } from '../records/records-service.ts'
 import type { RecordJson } from '../records/serialize.ts'
-import type { LoginThrottle } from './login-throttle.ts'
+import type { Attempt, LoginThrottle } from './login-throttle.ts'
 import { isEmail } from '../../tools/email.ts'
 import { findUserByEmail } from './email-identity.ts'
 import { dummyPasswordHash, verifyPassword } from './passwords.ts'
@@ -34,6 +34,12 @@ export interface AuthService {
   callerNow(header: string | undefined | null): Caller | undefined
   /** The identity and password are checked for blanks at the HTTP edge (record-auth.ts). */
   loginWithPassword(identity: string, password: string, address: string): Promise<AuthResponse>
+  /**
+   * A password checked anywhere else (an update's `oldPassword`) is a guess like a sign-in's: it
+   * counts on the account (`identity`, its e-mail) and the address, waits the same delay, and is
+   * refused with 429 past the same limits. The caller reports a right password (`succeeded`).
+   */
+  passwordAttempt(identity: string, address: string): Promise<Attempt>
   refresh(caller: Caller, collectionName: string): Promise<AuthResponse>
   /** Drops a cached user after it changed (password, tokenKey) or was deleted. */
   forget(userId: string): void
@@ -128,6 +134,12 @@ export function createAuthService(
       if (!user || !ok) throw badRequest('Failed to authenticate.')
       await attempt.succeeded()
       return respond(user)
+    },
+
+    async passwordAttempt(identity, address) {
+      const attempt = await throttle.begin(address, identity)
+      if (attempt.delayMs > 0) await sleep(attempt.delayMs)
+      return attempt
     },
 
     async refresh(caller, collectionName) {
