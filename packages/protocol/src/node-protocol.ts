@@ -258,12 +258,18 @@ export const jobFailedFrameSchema = z.object({
  * `top` is the token the reference would have picked there (greedy, with the job's repeat
  * penalty), `lead` how far its logit leads the runner-up's, `logprob` the natural log-probability
  * the reference gives the scored token and `top_logprob` the one it gives its own pick.
+ * For a sampled job (temperature > 0) it also reports `expected` and `variance`: the mean and
+ * variance of that log-probability when the token is drawn as an honest node's sampler draws it
+ * there (top-k, top-p, temperature; spot checks, docs/verification.md). Absent where the
+ * reference cannot tell the sampler's choices apart (greedy jobs, a support it did not see whole).
  */
 export const scoredPositionSchema = z.object({
   top: tokenIdSchema,
   lead: z.number().nonnegative(),
   logprob: z.number().max(0),
   top_logprob: z.number().max(0),
+  expected: z.number().max(0).optional(),
+  variance: z.number().nonnegative().optional(),
 })
 export type ScoredPosition = z.infer<typeof scoredPositionSchema>
 

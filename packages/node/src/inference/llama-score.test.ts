@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { Sampling } from '@meshwork/protocol'
+import type { Sampling, ScoredPosition } from '@meshwork/protocol'
 import { createLlamaEngine, type LlamaLoadedModel } from './llama-engine.ts'
 import { backendClass } from './llama-backend.ts'
 
@@ -102,6 +102,26 @@ describe('teacher-forced scoring (reference nodes)', { timeout: 120_000 }, () =>
     const meanLogprob =
       scored.positions.reduce((s, p) => s + p.logprob, 0) / scored.positions.length
     expect(meanLogprob).toBeLessThan(-3)
+  })
+
+  it('reports, for a sampled job, what an honest sampler scores: an honest answer sits near it, another model far below', async () => {
+    const sampled = { ...greedy, temperature: 0.9 }
+    const z = (positions: ScoredPosition[]) => {
+      const s = positions.reduce((a, p) => a + p.logprob - p.expected!, 0)
+      return s / Math.sqrt(positions.reduce((a, p) => a + p.variance!, 0))
+    }
+    const honest = await answer(storiesElsewhere, sampled)
+    const mine = await stories.score!({ messages, sampling: sampled, ...honest })
+    expect(mine.positions.every((p) => p.expected !== undefined && p.variance !== undefined)).toBe(
+      true,
+    )
+    expect(Math.abs(z(mine.positions))).toBeLessThan(4)
+    const wrong = await answer(tiny, { ...sampled, max_tokens: 60 })
+    const theirs = await stories.score!({ messages, sampling: sampled, text: wrong.text })
+    expect(z(theirs.positions)).toBeLessThan(-10)
+    // Greedy jobs carry no expectation: the agreement test judges them.
+    const greedyScore = await stories.score!({ messages, sampling: greedy, ...honest })
+    expect(greedyScore.positions.every((p) => p.expected === undefined)).toBe(true)
   })
 
   it('names the backend class from what llama.cpp reports', () => {

@@ -4,7 +4,9 @@
  * evaluated in one pass (node-llama-cpp's `controlledEvaluate`), and at each output position the
  * reference reports the token it would pick itself (greedy, with the same repeat penalty the
  * judged node's sampler applied there), how clearly that pick leads, and the log-probability it
- * gives the judged node's token. Nothing is generated, so this costs one prefill.
+ * gives the judged node's token. For a sampled job it also reports what an honest sampler's token
+ * would score there on average, and how much that varies (sampling-moments.ts). Nothing is
+ * generated, so this costs one prefill.
  */
 import type {
   ControlledEvaluateInputItem,
@@ -15,11 +17,17 @@ import type {
 import type { Sampling, ScoredPosition } from '@meshwork/protocol'
 import { ScoreError } from './inference-engine.ts'
 import { samplingOptions } from './llama-prompt.ts'
+import { samplingMoments, supportBound } from './sampling-moments.ts'
 
 /** node-llama-cpp's LlamaCompletion penalises the last 64 generated tokens, new lines excepted. */
 const PENALTY_WINDOW = 64
 /** The floor reported for a token the reference gives (numerically) no probability at all. */
 const MIN_LOGPROB = -100
+/**
+ * The most logits asked for per position of a sampled job: the network's top-k (40) and any
+ * small vocabulary are seen whole; past it, positions whose top-p cut lies beyond are not used.
+ */
+const MAX_SUPPORT = 512
 
 const vocabularySizes = new WeakMap<LlamaModel, number>()
 
@@ -71,6 +79,9 @@ export async function scoreContinuation(
   if (prefix.length + tokens.length > sequence.contextSize)
     throw new ScoreError('Prompt and answer do not fit the reference context')
   const { repeatPenalty } = samplingOptions(sampling)
+  // Greedy jobs need the two best logits; sampled ones the sampler's whole support.
+  const includeTop =
+    sampling.temperature > 0 ? Math.max(2, supportBound(sampling, size, MAX_SUPPORT)) : 2
   const nl = model.tokens.nl
   const all: Token[] = [...prefix, ...tokens]
   const input: ControlledEvaluateInputItem[] = prefix.slice(0, -1)
@@ -83,8 +94,8 @@ export async function scoreContinuation(
         generateNext: {
           token: true,
           options: { temperature: 0, repeatPenalty: { ...repeatPenalty, punishTokens } },
-          // The two best logits (after the penalty) and the judged token's.
-          logits: { filter: { tokens: [all[i + 1]], includeTop: 2 } },
+          // The best logits (after the penalty) and the judged token's.
+          logits: { filter: { tokens: [all[i + 1]], includeTop } },
           totalLogitWeight: true,
         },
       },
@@ -100,6 +111,15 @@ export async function scoreContinuation(
     const runnerUp = ranked.find(([t]) => t !== top)?.[1] ?? topLogit
     const logNormalizer = topLogit + Math.log(next.totalLogitWeight)
     const logit = next.logits!.get(token)
+    // The judged token, when not among the best, is no higher than any of them: sorted, the
+    // first `includeTop` are the best.
+    const moments = samplingMoments(
+      [...ranked].sort((a, b) => b[1] - a[1]).slice(0, includeTop),
+      logNormalizer,
+      size,
+      sampling,
+      (t) => model.isEogToken(t as Token),
+    )
     return {
       top: next.token ?? top,
       lead: Math.max(0, topLogit - runnerUp),
@@ -108,6 +128,7 @@ export async function scoreContinuation(
           ? MIN_LOGPROB
           : Math.max(MIN_LOGPROB, Math.min(0, logit - logNormalizer)),
       top_logprob: Math.max(MIN_LOGPROB, Math.min(0, -Math.log(next.totalLogitWeight))),
+      ...(moments ?? {}),
     }
   })
 }
