@@ -8,7 +8,7 @@ import type { CoreApp } from '../app.ts'
 import { background } from '../../tools/background.ts'
 import { log } from '../../tools/log.ts'
 import { cancellationOfNothing } from '../ledger/settlement.ts'
-import { chargeDeletedAndPublish, setJobStatus } from './request-writes.ts'
+import { chargeDeletedAndPublish, loadRequestRow, setJobStatus } from './request-writes.ts'
 import { cancelAndPublish } from './request-endings.ts'
 import type { WorkBook } from './work-book.ts'
 import type { Work } from './work.ts'
@@ -61,7 +61,12 @@ export class RequestStops {
     }
     // Being offered (between the queue and its node): dispatch sees `ending` and stops there.
     book.end(work, async () => {
-      await cancelAndPublish(this.core, cancellation)
+      if (await cancelAndPublish(this.core, cancellation)) return
+      // Deleted (its conversation or account) before this write: the deletion ended the request
+      // and released its hold, and found no job here to count (taken back above), so the part
+      // streamed is charged as a deleted request's is (at most once).
+      if (job && cancellation.tokensOutput > 0 && !(await loadRequestRow(this.core, requestId)))
+        await chargeDeletedAndPublish(this.core, work, job.nodeId, cancellation.tokensOutput)
     })
     this.onCapacity()
     return work.chain
