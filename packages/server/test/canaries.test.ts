@@ -50,7 +50,14 @@ describe.each(dialects)('[%s] canary verification with llama.cpp', (dialect) => 
     server = await startTestServer(
       dialect,
       { modelMirror: mirror },
-      { network: { canaries: { tickMs: 0 }, scheduler: { stallMs: 5000, offerTimeoutMs: 5000 } } },
+      {
+        network: {
+          canaries: { tickMs: 0 },
+          // Canaries alone here (spot checks: spot-checks.test.ts).
+          spotChecks: { probationRate: 0, verifiedRate: 0 },
+          scheduler: { stallMs: 5000, offerTimeoutMs: 5000 },
+        },
+      },
     )
     stories = await modelId(server)
     const llama = await getLlama({

@@ -9,7 +9,7 @@ import {
   REVERSAL_REASON,
 } from '../ledger/pending-earnings.ts'
 import type { CoreApp } from '../app.ts'
-import { withUnitOfWork } from '../records/unit-of-work.ts'
+import { withUnitOfWork, type UnitOfWork } from '../records/unit-of-work.ts'
 import { ChatService, MAX_OUTPUT_TOKENS } from '../chat/chat-service.ts'
 import { listenForCancels } from '../chat/stop-request.ts'
 import { HOLD_SWEEP_INTERVAL_MS, sweepStrandedHolds } from '../ledger/hold-sweep.ts'
@@ -28,6 +28,11 @@ import type { RecordBusMessage } from '../records/record-events.ts'
 import { Scheduler } from '../scheduler/scheduler.ts'
 import { Canaries, defaultCanaryOptions, type CanaryOptions } from '../verification/canaries.ts'
 import { ReferenceScores } from '../verification/reference-scores.ts'
+import {
+  defaultSpotCheckOptions,
+  SpotChecks,
+  type SpotCheckOptions,
+} from '../verification/spot-checks.ts'
 import {
   DRAIN_REASON,
   NO_NODE_MESSAGE,
@@ -58,6 +63,8 @@ export interface NetworkOptions {
   modelDirs?: string[]
   /** Canary timing (tests set `tickMs: 0` and run canaries by hand). */
   canaries?: Partial<CanaryOptions>
+  /** Spot checks of users' answers: rates and bounds (tests set the rates to 1 or 0). */
+  spotChecks?: Partial<SpotCheckOptions>
   /** Scaled out: how long a dead process's lease lives on (10 s), and how often survivors look
    * for requests of dead processes (every 2 s). */
   leaseTtlMs?: number
@@ -74,6 +81,7 @@ export interface InferenceNetwork {
   metering: Metering
   scheduler: Scheduler
   canaries: Canaries
+  spotChecks: SpotChecks
   chat: ChatService
   leases: ProcessLeases
   takeover: Takeover
@@ -159,6 +167,15 @@ export async function createInferenceNetwork(
     startTimer?.unref()
   }
   const scores = new ReferenceScores(registry)
+  // Earnings held while on probation: paid on verification, returned to payers on failure.
+  const verdictHooks = {
+    onGraduated: async (uow: UnitOfWork, nodeId: string) => {
+      await releasePendingEarnings(uow, nodeId)
+    },
+    onFailed: async (uow: UnitOfWork, nodeId: string) => {
+      await reversePendingEarnings(uow, nodeId, REVERSAL_REASON)
+    },
+  }
   const canaries = new Canaries(
     {
       core,
@@ -168,18 +185,25 @@ export async function createInferenceNetwork(
       scores,
       sampling: (temperature) => chat.sampling(temperature),
       maxOutputTokens,
-      // Earnings held while on probation: paid on verification, returned to payers on failure.
-      hooks: {
-        onGraduated: async (uow, nodeId) => {
-          await releasePendingEarnings(uow, nodeId)
-        },
-        onFailed: async (uow, nodeId) => {
-          await reversePendingEarnings(uow, nodeId, REVERSAL_REASON)
-        },
-      },
+      hooks: verdictHooks,
     },
     { ...defaultCanaryOptions, ...options.canaries },
   )
+  const spotChecks = new SpotChecks(
+    { core, registry, scores, hooks: verdictHooks },
+    { ...defaultSpotCheckOptions, ...options.spotChecks },
+  )
+  scheduler.onAnswered = (work, done) =>
+    spotChecks.consider({
+      requestId: work.requestId,
+      user: work.user,
+      modelId: work.modelId,
+      prompt: work.prompt,
+      sampling: work.sampling,
+      nodeId: done.nodeId,
+      nodeOwner: done.owner,
+      answer: done.answer,
+    })
   const stopRevoking = core.events.on((change) => {
     if (change.collection.name === 'nodes' && change.action === 'delete') {
       background(
@@ -202,6 +226,7 @@ export async function createInferenceNetwork(
     metering,
     scheduler,
     canaries,
+    spotChecks,
     chat,
     leases,
     takeover,
@@ -234,6 +259,7 @@ export async function createInferenceNetwork(
       stopForgetting()
       stopCancelling()
       canaries.close()
+      spotChecks.close()
       scores.close()
       scheduler.close()
       registry.close()

@@ -8,6 +8,7 @@
  */
 import type { CoreApp } from '../app.ts'
 import type { Row } from '../records/serialize.ts'
+import type { MeteredAnswer } from '../metering/answer-meter.ts'
 import { OPEN_STATUSES } from '../ledger/settlement.ts'
 import type { FailureKind, NodeHealth } from '../nodes/node-health.ts'
 import type { NodeRegistry, RegistryListener } from '../nodes/node-registry.ts'
@@ -69,6 +70,10 @@ export class Scheduler implements RegistryListener {
   private draining = false
   /** Where queued work goes while draining (another process, or failed retryable when alone). */
   handOff: ((work: WorkItem) => void) | null = null
+  /** Told of each user's answer once it is settled (verification/spot-checks.ts); never awaited. */
+  onAnswered:
+    | ((work: WorkItem, done: { nodeId: string; owner: string; answer: MeteredAnswer }) => void)
+    | null = null
   /** The nodes serving each model, kept between passes. */
   private candidates: CandidateCache
 
@@ -430,7 +435,12 @@ export class Scheduler implements RegistryListener {
       elapsedMs,
       processingTimeMs: frame.processing_time_ms,
     }
-    this.book.end(work, () => endCompleted(this.core, this.health, work, finished))
+    const owner = job.owner
+    this.book.end(work, async () => {
+      await endCompleted(this.core, this.health, work, finished)
+      // Only now, the answer settled: a spot check never delays or changes it.
+      if (!work.canary) this.onAnswered?.(work, { nodeId, owner, answer })
+    })
     this.onCapacity()
   }
 

@@ -15,6 +15,7 @@ import type { Scheduler } from '../scheduler/scheduler.ts'
 import { canaryPrompt } from './canary-prompts.ts'
 import { completeCanaryRequest, createCanaryRequest } from './canary-requests.ts'
 import { canaryEvidence } from './judge.ts'
+import { findReference } from './reference-nodes.ts'
 import { ReferenceScores, ReferenceUnavailableError } from './reference-scores.ts'
 import { thresholdsFor } from './thresholds.ts'
 import { applyCanary, type VerdictHooks } from './verdicts.ts'
@@ -75,7 +76,7 @@ export class Canaries {
   /** Sends one canary for `modelId` to `nodeId` and judges its answer. */
   async run(nodeId: string, modelId: string): Promise<CanaryOutcome> {
     const { core, registry, scheduler, metering, scores } = this.deps
-    const reference = await this.reference(nodeId, modelId)
+    const reference = await findReference(core, registry, nodeId, modelId)
     if (!reference) return { status: 'no_reference' }
     const prompt = canaryPrompt(this.options.random)
     const sampling: Sampling = {
@@ -149,25 +150,6 @@ export class Canaries {
     return verdict.outcome === 'fail'
       ? { status: 'failed', reason: verdict.reason, tokens: evidence.tokens }
       : { status: 'passed', graduated: verdict.graduated, tokens: evidence.tokens }
-  }
-
-  /** A trusted node connected here, serving the model, other than the judged one. */
-  private async reference(nodeId: string, modelId: string) {
-    const rows = await this.deps.core.database.db
-      .selectFrom('node_models as nm')
-      .innerJoin('nodes as n', 'n.id', 'nm.node')
-      .innerJoin('models as m', 'm.id', 'nm.model')
-      .select(['n.id as id', 'm.sha256 as sha256'])
-      .where('nm.model', '=', modelId)
-      .where('nm.is_serving', '=', 1)
-      .where('n.trusted', '=', 1)
-      .where('n.id', '!=', nodeId)
-      .execute()
-    const live = rows.find((r) => {
-      const s = this.deps.registry.local(String(r.id))
-      return s?.open && s.helloed
-    })
-    return live ? { nodeId: String(live.id), sha256: String(live.sha256) } : null
   }
 
   /** Due canaries of untrusted nodes connected here: each node model on its own random clock. */

@@ -4,6 +4,7 @@
  * backend class has not been measured, the defaults are looser: more disagreement is allowed
  * before a node fails, and the log-probability test is off.
  */
+import type { SampledThresholds } from './sampled-evidence.ts'
 
 export interface Thresholds {
   /** A reference pick counts as clear when its logit leads the runner-up's by this much. */
@@ -22,6 +23,8 @@ export interface Thresholds {
   minTokensToPass: number
   /** Evidence older than this many tokens fades. */
   window: number
+  /** Spot checks of sampled answers (sampled-evidence.ts). */
+  sampled: SampledThresholds
 }
 
 export const DEFAULT_THRESHOLDS: Thresholds = {
@@ -34,6 +37,7 @@ export const DEFAULT_THRESHOLDS: Thresholds = {
   canariesToPass: 3,
   minTokensToPass: 300,
   window: 2000,
+  sampled: { zToFail: 6, minTokens: 200, window: 2000 },
 }
 
 interface Measured {
