@@ -43,6 +43,8 @@ export async function quoteMessage(
     ? await conversationHistory(
         db,
         String((await ownConversation(db, user, input.conversation_id)).id),
+        undefined,
+        limits.contextLength,
       )
     : []
   const model = await db

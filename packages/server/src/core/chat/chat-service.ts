@@ -98,7 +98,12 @@ export class ChatService {
     const earlier = await earlierSend(db, user, input)
     if (earlier) return earlier
     const multiplierUnits = await this.availableModel(input.model_id)
-    const history = await conversationHistory(db, String(conversation.id))
+    const history = await conversationHistory(
+      db,
+      String(conversation.id),
+      undefined,
+      CONTEXT_LENGTH,
+    )
     // The body's temperature wins; otherwise the conversation's own (spec section 1).
     const sampling = await this.sampling(input.temperature ?? Number(conversation.temperature))
     return this.start({
@@ -145,7 +150,12 @@ export class ChatService {
     if (later) throw new ApiError(400, ONLY_LAST_MESSAGE)
     const conversation = await ownConversation(db, user, String(request.conversation))
     const multiplierUnits = await this.availableModel(String(request.model))
-    const history = await conversationHistory(db, String(conversation.id), String(request.created))
+    const history = await conversationHistory(
+      db,
+      String(conversation.id),
+      String(request.created),
+      CONTEXT_LENGTH,
+    )
     const sampling = await this.sampling(Number(conversation.temperature))
     return this.start({
       user,
@@ -191,6 +201,7 @@ export class ChatService {
       db,
       String(request.conversation),
       String(request.created),
+      CONTEXT_LENGTH,
     )
     const sampling = await this.sampling(Number(request.temperature))
     await this.start({
@@ -419,7 +430,12 @@ export class ChatService {
     const multiplierUnits = Number(model.credit_multiplier ?? 0)
     const meterRule = await this.metering.rule(String(row.model))
     const count = (contents: string[]) => countInput(contents, meterRule)
-    const history = await conversationHistory(db, String(row.conversation), String(row.created))
+    const history = await conversationHistory(
+      db,
+      String(row.conversation),
+      String(row.created),
+      CONTEXT_LENGTH,
+    )
     const built = await buildPrompt(
       history,
       String(row.prompt),
