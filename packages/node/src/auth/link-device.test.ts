@@ -21,6 +21,19 @@ describe('linkDevice', () => {
     expect(urls).toEqual([`${server.url}/auth/approve-node?token=st_123&device=my%20box`])
   })
 
+  it('asks again when the coordinator holds too many polls of the flow (429)', async () => {
+    server = await startFakeLinkServer('approve', 1, 2)
+    const linked = await linkDevice({
+      server: server.url,
+      deviceName: 'my box',
+      onApproveUrl: () => {},
+      minPollIntervalMs: 5,
+      retryDelayMs: 5,
+    })
+    expect(linked).toEqual({ nodeId: 'node_abc', credential: 'cred_xyz' })
+    expect(server.waitCalls).toBe(4)
+  })
+
   it('tells denial, expiry and an unreachable coordinator apart', async () => {
     server = await startFakeLinkServer('deny', 0)
     const denied = linkDevice({ server: server.url, deviceName: 'x', onApproveUrl: () => {} })

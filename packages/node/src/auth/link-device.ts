@@ -116,7 +116,9 @@ export async function linkDevice(options: LinkDeviceOptions): Promise<LinkedDevi
     if (!res.ok) {
       const message = await errorMessage(res)
       if (/denied/i.test(message)) throw new LinkDeniedError(message)
-      if (res.status >= 500) {
+      // 429: the coordinator holds a few polls per flow at once, and one dropped on the way may
+      // still be held there for its 25 s: ask again.
+      if (res.status >= 500 || res.status === 429) {
         await sleep(options.retryDelayMs ?? 1000)
         continue
       }

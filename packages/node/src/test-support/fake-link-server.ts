@@ -14,10 +14,12 @@ export interface FakeLinkServer {
   close(): Promise<void>
 }
 
-/** Answers `pending` `pendingPolls` times, then the outcome. */
+/** Answers 429 `busyPolls` times (the flow's polls all held), `pending` `pendingPolls` times,
+ * then the outcome. */
 export async function startFakeLinkServer(
   outcome: LinkOutcome,
   pendingPolls = 2,
+  busyPolls = 0,
 ): Promise<FakeLinkServer> {
   const state = { startBodies: [] as unknown[], waitCalls: 0 }
   const json = (res: import('node:http').ServerResponse, status: number, body: unknown) =>
@@ -41,7 +43,10 @@ export async function startFakeLinkServer(
           return json(res, 404, { status: 404, message: 'Flow not found.', data: {} })
         }
         state.waitCalls++
-        if (state.waitCalls <= pendingPolls) return json(res, 200, { status: 'pending' })
+        if (state.waitCalls <= busyPolls)
+          return json(res, 429, { status: 429, message: 'Too Many Requests.', data: {} })
+        if (state.waitCalls <= busyPolls + pendingPolls)
+          return json(res, 200, { status: 'pending' })
         if (outcome === 'approve') {
           return json(res, 200, { status: 'approved', node_id: 'node_abc', credential: 'cred_xyz' })
         }

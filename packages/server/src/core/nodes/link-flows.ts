@@ -4,7 +4,7 @@
  * page; the node long-polls `wait` with both and receives its node id and credential once.
  */
 import type { Database } from '../../db/database.ts'
-import { ApiError } from '../../tools/api-error.ts'
+import { ApiError, tooManyRequests } from '../../tools/api-error.ts'
 import { formatDate, nowDate } from '../../tools/dates.ts'
 import { newRecordId, randomString } from '../../tools/ids.ts'
 import { requireCollection } from '../collections/registry.ts'
@@ -14,6 +14,12 @@ import { withUnitOfWork, type WriteTarget } from '../records/unit-of-work.ts'
 import { issueCredential, newSecret, sha256Hex } from './node-credentials.ts'
 
 export const LINK_FLOW_TTL_MS = 10 * 60_000
+/**
+ * Long polls one flow may have at once in a process (an agent waits with one; a retry may overlap
+ * it). Each reads the flow once a second, and the state token and device secret are anyone's who
+ * started the flow: unbounded, one flow's idle sockets made as many statements a second.
+ */
+export const MAX_WAITS_PER_FLOW = 4
 export const DENIED_MESSAGE = 'User denied authorization'
 
 export interface StartedFlow {
@@ -31,6 +37,8 @@ const invalidToken = () => new ApiError(400, 'Invalid or expired authorization t
 export class LinkFlows {
   /** Wakes long polls in this process at once; other processes see the change on their next poll. */
   private waiters = new Map<string, Set<() => void>>()
+  /** Long polls under way, by state token (MAX_WAITS_PER_FLOW). */
+  private polls = new Map<string, number>()
 
   constructor(
     private database: Database,
@@ -140,6 +148,23 @@ export class LinkFlows {
 
   /** Long poll: resolves on a decision or after `timeoutMs` with pending. */
   async wait(stateToken: string, deviceSecret: string, timeoutMs = 25_000): Promise<WaitResult> {
+    const polls = this.polls.get(stateToken) ?? 0
+    if (polls >= MAX_WAITS_PER_FLOW) throw tooManyRequests(1000)
+    this.polls.set(stateToken, polls + 1)
+    try {
+      return await this.poll(stateToken, deviceSecret, timeoutMs)
+    } finally {
+      const left = (this.polls.get(stateToken) ?? 1) - 1
+      if (left > 0) this.polls.set(stateToken, left)
+      else this.polls.delete(stateToken)
+    }
+  }
+
+  private async poll(
+    stateToken: string,
+    deviceSecret: string,
+    timeoutMs: number,
+  ): Promise<WaitResult> {
     const deadline = Date.now() + timeoutMs
     for (;;) {
       const flow = await this.database.db
