@@ -15,7 +15,7 @@ import {
 import { z } from 'zod'
 import type { CoreApp } from '../core/app.ts'
 import type { Caller } from '../core/records/caller.ts'
-import { exactError } from '../core/chat/chat-service.ts'
+import { exactError, InsufficientCreditsError } from '../core/chat/chat-service.ts'
 import type { InferenceNetwork } from '../core/network/inference-network.ts'
 import { DENIED_MESSAGE } from '../core/nodes/link-flows.ts'
 import { ApiError, tooManyRequests, unauthorized } from '../tools/api-error.ts'
@@ -57,7 +57,7 @@ const completeFlowBodySchema = flowInfoBodySchema.extend({
 export function bindNetworkRoutes(app: Hono, core: CoreApp, network: InferenceNetwork) {
   // Sends, regenerates and retries per user per minute (MESHWORK_CHAT_RATE_LIMIT). Counted before
   // the send runs, so parallel sends cannot pass together; a send refused by validation gives its
-  // count back.
+  // count back (one refused for want of credits does not: its prompt was counted first).
   const chatSends = core.limits.create('chat-send', {
     points: core.config.chatRateLimit ?? 0,
     windowSeconds: 60,
@@ -84,7 +84,9 @@ export function bindNetworkRoutes(app: Hono, core: CoreApp, network: InferenceNe
     try {
       return await send()
     } catch (err) {
-      if (err instanceof ApiError && err.status < 500) await chatSends.refund(user)
+      // A refusal for want of credits came after the prompt was counted: it keeps its count.
+      if (err instanceof ApiError && err.status < 500 && !(err instanceof InsufficientCreditsError))
+        await chatSends.refund(user)
       throw err
     }
   }

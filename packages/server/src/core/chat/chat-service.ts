@@ -73,6 +73,17 @@ export interface ApiRequestStart {
   onReserved?: (reservation: Reservation) => void
 }
 
+/**
+ * A send, regenerate or retry refused for want of credits (400). It is refused after its prompt
+ * was counted (with a tokenizer, the costly part), so unlike a refused body it keeps its count in
+ * the send limit: otherwise an account that can never pay had prompts counted without limit.
+ */
+export class InsufficientCreditsError extends ApiError {
+  constructor(message: string) {
+    super(400, message)
+  }
+}
+
 export const ONLY_LAST_MESSAGE = 'Only the last answer can be regenerated.'
 /** A request in one of these may be regenerated. */
 const ENDED_STATUSES = ['completed', 'failed', 'cancelled'] as const
@@ -385,7 +396,8 @@ export class ChatService {
       return r
     }).catch((err) => {
       // API callers answer in their own shape (402).
-      if (err instanceof InsufficientBalanceError && !p.apiKey) throw new ApiError(400, err.message)
+      if (err instanceof InsufficientBalanceError && !p.apiKey)
+        throw new InsufficientCreditsError(err.message)
       throw err
     })
     p.onReserved?.(reservation)
