@@ -16,15 +16,10 @@ import { CoalescedPublisher } from './coalesced-publisher.ts'
 import { CandidateCache } from './candidate-cache.ts'
 import { canaryChoice, chooseNode, type CandidateRow, type NodeChoice } from './pick-node.ts'
 import { background } from '../../tools/background.ts'
-import {
-  createJob,
-  loadRequestRow,
-  type JobRecord,
-  markProcessing,
-  setJobStatus,
-} from './request-writes.ts'
+import { loadRequestRow, setJobStatus } from './request-writes.ts'
+import { markAccepted, recordJob, type JobRowsContext } from './job-rows.ts'
 import { endCompleted, stopRetrying } from './request-endings.ts'
-import { partialRow, publishPartial, publishRequeued } from './partial-events.ts'
+import { publishPartial, publishRequeued } from './partial-events.ts'
 import { noteFullAnswer } from './full-node.ts'
 import { ChoiceRetries } from './choice-retries.ts'
 import { WorkBook } from './work-book.ts'
@@ -38,6 +33,7 @@ import {
   DRAIN_REASON,
   type JobFrame,
   type SchedulerOptions,
+  awayWaitOver,
   newJob,
   newWork,
   type Work,
@@ -45,7 +41,7 @@ import {
 } from './work.ts'
 import { log } from '../../tools/log.ts'
 import { PauseWatch } from '../../tools/pause-watch.ts'
-import { ownedElsewhere, RunningCheck } from './running-check.ts'
+import { RunningCheck } from './running-check.ts'
 import { newRecordId } from '../../tools/ids.ts'
 
 export { SAVE_FAILED_MESSAGE } from './request-endings.ts'
@@ -54,12 +50,12 @@ const OPEN = new Set<string>(OPEN_STATUSES)
 /** How often running jobs are looked at for silence and deadlines. */
 const STALL_CHECK_MS = 500
 
-export class Scheduler implements RegistryListener {
+export class Scheduler implements RegistryListener, JobRowsContext {
   private choiceRetries = new ChoiceRetries(() => this.onCapacity())
   /** The requests this scheduler has, and their writes in order. */
-  private book: WorkBook
+  readonly book: WorkBook
   /** How a request leaves before its node has finished it (request-stops.ts). */
-  private stops: RequestStops
+  readonly stops: RequestStops
   private pumping = false
   private pumpAgain = false
   private timer: NodeJS.Timeout
@@ -78,8 +74,8 @@ export class Scheduler implements RegistryListener {
   private candidates: CandidateCache
 
   constructor(
-    private core: CoreApp,
-    private registry: NodeRegistry,
+    readonly core: CoreApp,
+    readonly registry: NodeRegistry,
     private health: NodeHealth,
     private options: SchedulerOptions,
   ) {
@@ -171,7 +167,7 @@ export class Scheduler implements RegistryListener {
         job.acked = true
         job.acceptedAt = job.lastActivity = Date.now()
         work.fullRun = null
-        return this.book.serial(work, () => this.markProcessing(work, job.id, nodeId))
+        return this.book.serial(work, () => markAccepted(this, work, job.id, nodeId))
       case 'job_chunk':
         job.meter.push(frame.text, frame.tokens)
         // An empty chunk changes nothing: it neither keeps the job alive nor delays the first text.
@@ -307,7 +303,7 @@ export class Scheduler implements RegistryListener {
           } else if (!choice.anyEligible) {
             // Its nodes are between connections: it waits for one to say hello again (a hello
             // starts a pass), for a while (checkStalls looks again).
-            if (choice.anyAway && !this.waitedLongEnough(work)) continue
+            if (choice.anyAway && !awayWaitOver(work, this.options.reconnectWaitMs)) continue
             this.book.queue.splice(index, 1)
             this.book.fail(
               work,
@@ -369,7 +365,7 @@ export class Scheduler implements RegistryListener {
     // The job's row is written after the offer has gone out (the first token waits for no write),
     // first on the request's chain: the job's later writes (accepted, ended) follow it. A process
     // that dies in between takes the offer with it: the node drops jobs of a closed socket.
-    this.book.serial(work, () => this.recordJob(work, jobId, nodeId))
+    this.book.serial(work, () => recordJob(this, work, jobId, nodeId))
     const sent = session.send({
       type: 'job_offer',
       job_id: jobId,
@@ -379,43 +375,6 @@ export class Scheduler implements RegistryListener {
       sampling: work.sampling,
     })
     if (!sent) this.reassign(work, ATTEMPT_ENDED.offline, 'dropped')
-  }
-
-  /** Writes the row of a job just offered; takes the job back when that cannot be done. */
-  private async recordJob(work: Work, jobId: string, nodeId: string): Promise<void> {
-    const stillOffered = () => work.job?.id === jobId
-    let stored: JobRecord | 'failed' = 'failed'
-    try {
-      stored = await createJob(this.core, jobId, work.requestId, nodeId)
-    } catch (err) {
-      log.error({ err, requestId: work.requestId }, 'recording a job failed')
-    }
-    if (stored === 'stored' || !stillOffered()) return
-    if (stored === 'lost') return this.stops.giveUp(work)
-    // The request was deleted meanwhile, or its job cannot be recorded: the node stops, and a
-    // request still there fails retryable (nothing was charged, its hold is released).
-    this.book.release(work)
-    this.registry.get(nodeId)?.send({ type: 'job_cancel', job_id: jobId })
-    this.onCapacity()
-    if (work.ending) return
-    const gone =
-      stored === 'gone' || !(await loadRequestRow(this.core, work.requestId).catch(() => work.row))
-    if (gone) return this.book.forget(work)
-    this.book.fail(work, NO_NODE_MESSAGE)
-  }
-
-  private async markProcessing(work: Work, jobId: string, nodeId: string) {
-    if (work.job?.id === jobId) {
-      // The request's `processing` event first (its subscriber waits for it), the job row after.
-      // Its event is the stored row with the text streamed so far (while the job is still this one).
-      const row = await markProcessing(this.core, work.requestId, nodeId, (stored) =>
-        work.job?.id === jobId ? partialRow(stored, work) : stored,
-      )
-      if (row && work.job?.id === jobId) work.row = row
-      if (!row && work.job?.id === jobId && (await ownedElsewhere(this.core, work.requestId)))
-        return this.stops.giveUp(work)
-    }
-    await setJobStatus(this.core, jobId, 'acked')
   }
 
   private complete(work: Work, nodeId: string, frame: Extract<JobFrame, { type: 'job_done' }>) {
@@ -445,10 +404,10 @@ export class Scheduler implements RegistryListener {
   }
 
   /**
-   * The node was full after all (its own count differs from ours for a moment): the node may take
-   * this request again once it has had a moment, unlike a node that dropped or failed it.
+   * The node turned the offer down for no fault of its own (full after all, its model still
+   * loading; `reason`: what the user may read): it may take the request again once it has had a
+   * moment, unlike a node that dropped or failed it.
    */
-  /** The node turned the offer down for no fault of its own (`reason`: what the user may read). */
   private retryLater(work: Work, nodeId: string, reason: string) {
     const session = this.registry.get(nodeId)
     if (session) session.fullUntil = Date.now() + FULL_NODE_PAUSE_MS
@@ -500,13 +459,6 @@ export class Scheduler implements RegistryListener {
       this.book.fail(work, NO_NODE_MESSAGE)
     }
     return null
-  }
-
-  /** Starts or goes on with a wait for nodes that are between connections; true once it is over. */
-  private waitedLongEnough(work: Work): boolean {
-    const now = Date.now()
-    work.awaySince ??= now
-    return now - work.awaySince >= this.options.reconnectWaitMs
   }
 
   private checkStalls() {

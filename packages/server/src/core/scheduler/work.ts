@@ -207,3 +207,10 @@ export function newJob(
 }
 
 export type JobFrame = Extract<NodeToServerFrame, { job_id: string }>
+
+/** Starts or goes on with a wait for nodes that are between connections; true once it is over. */
+export function awayWaitOver(work: Work, waitMs: number): boolean {
+  const now = Date.now()
+  work.awaySince ??= now
+  return now - work.awaySince >= waitMs
+}
