@@ -17,6 +17,7 @@ import { balanceOf, expectAuditPasses, txsOf } from '../support/ledger.ts'
 import {
   postJson,
   requestEnded,
+  requestRowOf,
   servingNode,
   waitUntil,
   type FakeNode,
@@ -73,6 +74,19 @@ describe.each(dialects)('[%s] the same message sent again after a lost answer', 
     expect((await balanceOf(server, userId(pb))).held).toBe(held)
     expect(node.jobs.filter((j) => j.request_id === id)).toHaveLength(1)
     await expectAuditPasses(server)
+    // Stopped, so its job frees the node's slot for the tests after it (else only its stall does).
+    const stopped = await postJson(
+      server,
+      '/api/requests/cancel',
+      { request_id: id },
+      pb.authStore.token,
+    )
+    expect(stopped.status).toBe(200)
+    await waitUntil(
+      async () => (await requestRowOf(server, id)).status === 'cancelled',
+      5000,
+      'the request cancelled',
+    )
   })
 
   it('sent twice at once, it runs once', async () => {
