@@ -20,11 +20,12 @@ import { canaryEvidence } from './judge.ts'
 import { findReference } from './reference-nodes.ts'
 import { ReferenceUnavailableError, type ReferenceScores } from './reference-scores.ts'
 import { sampledAnswerEvidence } from './sampled-evidence.ts'
+import { SpotCheckGate, type GateOptions } from './spot-check-gate.ts'
 import { applySpotCheck, type SpotCheckRecord } from './spot-check-verdicts.ts'
 import { thresholdsFor } from './thresholds.ts'
 import type { VerdictHooks } from './verdicts.ts'
 
-export interface SpotCheckOptions {
+export interface SpotCheckOptions extends GateOptions {
   /** Share of a node's answers checked while on probation, and once verified. */
   probationRate: number
   verifiedRate: number
@@ -32,7 +33,6 @@ export interface SpotCheckOptions {
   minGapMs: number
   /** Checks running at once in this process (each holds a reference's slot for one prefill). */
   maxInFlight: number
-  random: () => number
 }
 
 /**
@@ -75,17 +75,17 @@ export interface SpotCheckDeps {
 }
 
 export class SpotChecks {
-  /** Nodes with a check under way, and when each node's last check started. */
-  private busy = new Set<string>()
-  private lastStart = new Map<string, number>()
+  private gate: SpotCheckGate
   private running = new Set<Promise<void>>()
   /** Told every check's outcome (tests). */
   onChecked: ((answered: AnsweredRequest, outcome: SpotCheckOutcome) => void) | null = null
 
   constructor(
     private deps: SpotCheckDeps,
-    private options: SpotCheckOptions = defaultSpotCheckOptions,
-  ) {}
+    options: SpotCheckOptions = defaultSpotCheckOptions,
+  ) {
+    this.gate = new SpotCheckGate(options)
+  }
 
   private closed = false
 
@@ -93,14 +93,10 @@ export class SpotChecks {
   consider(answered: AnsweredRequest): void {
     if (this.closed) return
     const { nodeId } = answered
-    const { probationRate, verifiedRate, minGapMs, maxInFlight } = this.options
     // Canaries belong to no user; a node's own owner pays nothing and moves nothing.
     if (!answered.user || answered.user === answered.nodeOwner || !answered.answer.text) return
-    const draw = this.options.random()
-    if (draw >= Math.max(probationRate, verifiedRate)) return
-    if (this.busy.has(nodeId) || this.busy.size >= maxInFlight) return
-    if (Date.now() - (this.lastStart.get(nodeId) ?? -Infinity) < minGapMs) return
-    this.busy.add(nodeId)
+    const draw = this.gate.admit(nodeId)
+    if (draw === null) return
     const run: Promise<void> = this.check(answered, draw)
       .catch((err: unknown): SpotCheckOutcome => {
         log.error({ err, requestId: answered.requestId }, 'spot check failed to run')
@@ -108,7 +104,7 @@ export class SpotChecks {
       })
       .then((outcome) => this.onChecked?.(answered, outcome))
       .finally(() => {
-        this.busy.delete(nodeId)
+        this.gate.release(nodeId)
         this.running.delete(run)
       })
     this.running.add(run)
@@ -133,12 +129,10 @@ export class SpotChecks {
       .executeTakeFirst()
     if (!node || Number(node.trusted) === 1)
       return { status: 'skipped', detail: 'reference or gone' }
-    const rate =
-      node.verification === 'probation' ? this.options.probationRate : this.options.verifiedRate
-    if (draw >= rate) return { status: 'skipped', detail: 'not drawn' }
+    if (!this.gate.drawn(a.nodeId, draw, String(node.verification)))
+      return { status: 'skipped', detail: 'not drawn' }
     const reference = await findReference(core, registry, a.nodeId, a.modelId)
     if (!reference) return { status: 'skipped', detail: 'no reference' }
-    this.lastStart.set(a.nodeId, Date.now())
     let score
     try {
       score = await scores.score(reference.nodeId, {
