@@ -33,12 +33,10 @@ import { earlierSend, keyInUse } from './repeated-send.ts'
 import { isUniqueViolation } from '../../db/unique-violation.ts'
 import { cachedConfig } from './sampling-defaults.ts'
 import { stopRequest } from './stop-request.ts'
+import { resumeRequest } from './resume-request.ts'
+import { CONTEXT_LENGTH, MAX_OUTPUT_TOKENS, MIN_OUTPUT_TOKENS } from './chat-limits.ts'
 
-/** Spec section 9: a request's context_length. */
-export const CONTEXT_LENGTH = 8000
-export const MAX_OUTPUT_TOKENS = 256
-/** A send that cannot pay for this many output tokens is refused before any node works. */
-export const MIN_OUTPUT_TOKENS = 16
+export { CONTEXT_LENGTH, MAX_OUTPUT_TOKENS, MIN_OUTPUT_TOKENS }
 
 export interface SendAnswer {
   request_id: string
@@ -420,70 +418,11 @@ export class ChatService {
   }
 
   /**
-   * What the scheduler needs to run a stored pending request again (taken over from a process that
-   * died or drained): the same prompt and sampling, held to the output its hold pays for. Null when
-   * it cannot be rebuilt: API requests (the whole prompt was the client's, not stored) and canaries.
+   * What the scheduler needs to run a stored pending request again (resume-request.ts), or null
+   * when it cannot be rebuilt.
    */
-  async resume(requestId: string): Promise<WorkItem | null> {
-    const db = this.core.database.db
-    const row = await db
-      .selectFrom('requests')
-      .selectAll()
-      .where('id', '=', requestId)
-      .executeTakeFirst()
-    if (!row || row.status !== 'pending' || row.api_key || !row.user || !row.conversation)
-      return null
-    const model = await db
-      .selectFrom('models')
-      .select('credit_multiplier')
-      .where('id', '=', row.model)
-      .executeTakeFirst()
-    if (!model) return null
-    const multiplierUnits = Number(model.credit_multiplier ?? 0)
-    const meterRule = await this.metering.rule(String(row.model))
-    const count = (contents: string[]) => countInput(contents, meterRule)
-    const history = await conversationHistory(
-      db,
-      String(row.conversation),
-      String(row.created),
-      CONTEXT_LENGTH,
-    )
-    const built = await buildPrompt(
-      history,
-      String(row.prompt),
-      CONTEXT_LENGTH,
-      this.maxOutputTokens,
-      count,
-    )
-    const reservedUnits = Number(row.reserved ?? 0)
-    // The hold was (input + output cap) x multiplier: the same output cap again.
-    const paidOutput =
-      multiplierUnits > 0
-        ? Math.floor(reservedUnits / multiplierUnits) - built.estimatedInput
-        : this.maxOutputTokens
-    const maxTokens = Math.min(this.maxOutputTokens, paidOutput)
-    if (!(maxTokens >= 1)) return null
-    const sampling: Omit<Sampling, 'max_tokens'> = {
-      temperature: Number(row.temperature),
-      top_p: Number(row.top_p),
-      top_k: Number(row.top_k),
-      repeat_penalty: Number(row.repeat_penalty),
-      frequency_penalty: Number(row.frequency_penalty),
-      presence_penalty: Number(row.presence_penalty),
-      context_length: Number(row.context_length) || CONTEXT_LENGTH,
-    }
-    return {
-      requestId,
-      user: String(row.user),
-      modelId: String(row.model),
-      estimatedInput: built.estimatedInput,
-      maxTokens,
-      multiplierUnits,
-      reservedUnits,
-      prompt: { messages: built.messages },
-      sampling: { ...sampling, max_tokens: maxTokens },
-      meterRule,
-    }
+  resume(requestId: string): Promise<WorkItem | null> {
+    return resumeRequest(this.core, this.metering, this.maxOutputTokens, requestId)
   }
 
   /** The model's credit multiplier in units, or the spec's "unavailable" error when no node serves it. */
