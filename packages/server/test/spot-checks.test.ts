@@ -30,7 +30,7 @@ import { balanceOf, expectAuditPasses, txsOf } from './support/ledger.ts'
 import { linkNode, postJson, waitUntil } from './support/network.ts'
 import { disguisedModelEngine } from './support/dishonest-engines.ts'
 import { twoFacedEngine, type Cheat } from './support/two-faced-engines.ts'
-import { setTrusted } from '../src/cli/node-trust.ts'
+import { listNodes, setTrusted } from '../src/cli/node-trust.ts'
 import { requireCollection } from '../src/core/collections/registry.ts'
 import { server as superuser } from '../src/core/records/caller.ts'
 import type { AnsweredRequest, SpotCheckOutcome } from '../src/core/verification/spot-checks.ts'
@@ -240,6 +240,10 @@ describe.each(dialects)('[%s] spot checks of real answers with llama.cpp', (dial
     const checks = await checksOf(nodeId)
     expect(checks.map((c) => c.status)).toEqual([...payers.slice(1).map(() => 'passed'), 'failed'])
     expect(checks.at(-1)!.detail).toMatch(/standard deviations below/)
+    // The operator's `npm run admin -- nodes` shows them.
+    const listed = (await listNodes(server.core.database.db)).find((n) => n.id === nodeId)
+    expect(listed).toMatchObject({ failed: 0 })
+    expect([Number(listed!.spot_failed), Number(listed!.spot_checks)]).toEqual([1, checks.length])
     const after = await node(nodeId)
     expect(after.verification).toBe('probation')
     expect(Number(after.reputation_score)).toBeLessThanOrEqual(before - 2)

@@ -181,7 +181,7 @@ try {
     case 'nodes':
       for (const n of await listNodes(database.db)) {
         console.log(
-          `${n.id}  ${n.device_name}  ${n.owner ?? '-'}  ${n.status}  ${n.verification}  reputation ${Number(n.reputation).toFixed(1)}  ${n.backend || '-'}  canaries ${n.passed}/${Number(n.passed) + Number(n.failed)}`,
+          `${n.id}  ${n.device_name}  ${n.owner ?? '-'}  ${n.status}  ${n.verification}  reputation ${Number(n.reputation).toFixed(1)}  ${n.backend || '-'}  canaries ${n.passed}/${Number(n.passed) + Number(n.failed)}  spot checks failed ${Number(n.spot_failed)}/${Number(n.spot_checks)}`,
         )
       }
       break

@@ -36,20 +36,36 @@ export async function setTrusted(db: Db, nodeId: string, trusted: boolean): Prom
 }
 
 export async function listNodes(db: Db) {
-  return db
-    .selectFrom('nodes as n')
-    .leftJoin('users as u', 'u.id', 'n.user')
-    .select([
-      'n.id as id',
-      'n.device_name as device_name',
-      'u.email as owner',
-      'n.status as status',
-      'n.verification as verification',
-      'n.reputation_score as reputation',
-      'n.backend as backend',
-      'n.canaries_passed as passed',
-      'n.canaries_failed as failed',
-    ])
-    .orderBy('n.created')
-    .execute()
+  return (
+    db
+      .selectFrom('nodes as n')
+      .leftJoin('users as u', 'u.id', 'n.user')
+      .select([
+        'n.id as id',
+        'n.device_name as device_name',
+        'u.email as owner',
+        'n.status as status',
+        'n.verification as verification',
+        'n.reputation_score as reputation',
+        'n.backend as backend',
+        'n.canaries_passed as passed',
+        'n.canaries_failed as failed',
+      ])
+      // Spot checks of its users' answers (docs/verification.md), checked and failed.
+      .select((eb) => [
+        eb
+          .selectFrom('_spot_checks as s')
+          .select(eb.fn.countAll().as('c'))
+          .whereRef('s.node', '=', 'n.id')
+          .as('spot_checks'),
+        eb
+          .selectFrom('_spot_checks as s')
+          .select(eb.fn.countAll().as('c'))
+          .whereRef('s.node', '=', 'n.id')
+          .where('s.status', '=', 'failed')
+          .as('spot_failed'),
+      ])
+      .orderBy('n.created')
+      .execute()
+  )
 }
