@@ -176,7 +176,9 @@ export class Scheduler implements RegistryListener, JobRowsContext {
         work.publisher?.touch()
         return
       case 'job_rejected': {
-        const later = ASK_AGAIN_LATER.get(frame.reason)
+        // Only instead of an acceptance: "full" after one (text streamed) is a failed job, else
+        // accept, stream, "full" went round for ever at no cost (its acceptance ends a full run).
+        const later = !job.acked && ASK_AGAIN_LATER.get(frame.reason)
         if (later) return this.retryLater(work, nodeId, later)
         return this.reassign(work, ATTEMPT_ENDED.rejected, 'rejected', frame.reason)
       }
