@@ -233,6 +233,7 @@ export class NodeRegistry {
     const session = this.sessions.get(nodeId)
     if (!session) return
     const nodeModels = await loadDesiredState(this.core.database.db, nodeId)
+    session.modelIds = new Set(nodeModels.map((m) => m.id))
     const json = JSON.stringify(nodeModels)
     if (!force && json === session.lastDesired) return
     session.lastDesired = json
@@ -330,19 +331,21 @@ export class NodeRegistry {
         return
       }
       case 'model_status':
-        this.enqueueReport(session, `model:${frame.node_model_id}`, () =>
-          this.saveModelStatus(session.nodeId, frame),
+        // Not its own node model (known once its desired state loaded): no read, nothing queued.
+        if (session.modelIds?.has(frame.node_model_id) === false) return
+        return this.enqueueReport(session, `model:${frame.node_model_id}`, () =>
+          this.saveModelStatus(session, frame),
         )
-        return
       default:
         if (!this.relay?.route(session, frame)) this.listener?.onJobFrame(session.nodeId, frame)
     }
   }
 
   private async saveModelStatus(
-    nodeId: string,
+    { nodeId, modelIds }: NodeSession,
     frame: Extract<NodeToServerFrame, { type: 'model_status' }>,
   ) {
+    if (modelIds?.has(frame.node_model_id) === false) return // queued before its desired state
     const db = this.core.database.db
     const row = await db
       .selectFrom('node_models')

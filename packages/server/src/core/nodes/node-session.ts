@@ -60,6 +60,9 @@ export class NodeSession implements NodeHandle {
   /** Jobs other coordinator processes have given this node through the relay. */
   readonly relayedJobs = new Set<string>()
   lastDesired = ''
+  /** The node models its last desired state named (null until one was loaded): a model_status
+   * naming any other id is not its own and costs no read (node-registry.ts). */
+  modelIds: ReadonlySet<string> | null = null
   chain: Promise<void> = Promise.resolve()
   /** Reports queued on `chain` and not yet written, by what they report (node-registry.ts). */
   readonly unwritten = new Map<string, () => Promise<void>>()
