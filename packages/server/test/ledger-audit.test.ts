@@ -1,14 +1,17 @@
 /**
  * The ledger audit command (`npm run admin -w @meshwork/server -- audit`) on a live database: it
- * passes after real activity (sign-ups, a paid chat, admin movements, a deleted account) and
- * fails, naming what is wrong, on a deliberately broken one. SQLite and PostgreSQL.
+ * passes after real activity (sign-ups, a paid chat, admin movements, a deleted account) and with a
+ * hold awaiting a deleted request's charge, and fails, naming what is wrong, on a deliberately
+ * broken one (a hold awaiting a charge tampered with among them). SQLite and PostgreSQL.
  */
 import { execFile } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { requireCollection } from '../src/core/collections/registry.ts'
+import { holdCredits } from '../src/core/ledger/reservation.ts'
 import { server as superuser } from '../src/core/records/caller.ts'
+import { withUnitOfWork } from '../src/core/records/unit-of-work.ts'
 import { newRecordId } from '../src/tools/ids.ts'
 import { nowDate } from '../src/tools/dates.ts'
 import { modelId } from './fixtures.ts'
@@ -80,6 +83,72 @@ describe.each(dialects)('[%s] ledger audit command', (dialect) => {
     )
     expect(out).toMatch(/Ledger audit passed\./)
     expect(code).toBe(0)
+  }, 60_000)
+
+  it("counts a hold awaiting a deleted request's charge, and fails when one is tampered with", async () => {
+    const db = server.core.database.db
+    const stories = await modelId(server)
+    const pb = await signUp(server, 'deleting')
+    const user = pb.authStore.record!.id
+    const conversation = await pb.collection('conversations').create({ title: 'New Chat', user })
+    // A request running on a node (no node here answers: its charge never comes in this test).
+    const request = newRecordId()
+    await withUnitOfWork(server.core, async (uow) => {
+      const r = await holdCredits(uow, {
+        user,
+        estimatedInput: 4,
+        maxOutput: 256,
+        minOutput: 16,
+        multiplierUnits: 1000,
+      })
+      await uow.trx
+        .insertInto('requests')
+        .values({
+          id: request,
+          user,
+          conversation: conversation.id,
+          model: stories,
+          status: 'processing',
+          reserved: r.amount,
+        })
+        .execute()
+    })
+    await pb.collection('conversations').delete(conversation.id)
+    const kept = await db
+      .selectFrom('_deletion_holds')
+      .select(['user', 'amount'])
+      .where('id', '=', request)
+      .executeTakeFirst()
+    expect(kept).toEqual({ user, amount: 260_000 })
+
+    const passing = await audit(server)
+    expect(passing.out).toMatch(
+      /^ok {3}holds: 260 credits held in \d+ balances equal the reserves of open requests and the 260 awaiting a deletion's charge/m,
+    )
+    expect(passing.code).toBe(0)
+
+    // More kept than held, and a kept hold of an account that has no balance.
+    await db
+      .updateTable('_deletion_holds')
+      .set({ amount: 261_000 })
+      .where('id', '=', request)
+      .execute()
+    await db
+      .insertInto('_deletion_holds')
+      .values({ id: newRecordId(), user: 'nosuchuser0001', amount: 5_000, created: nowDate() })
+      .execute()
+    const failing = await audit(server)
+    expect(failing.code).toBe(1)
+    expect(failing.out).toContain('FAIL holds:')
+    expect(failing.out).toContain(
+      `user ${user}: 260 held but its open requests reserve 0 and deletions awaiting their charge hold 261`,
+    )
+    expect(failing.out).toContain(
+      'user nosuchuser0001: deletions awaiting their charge hold 5 without a balance',
+    )
+    // Put back as it was, for the next test.
+    await db.deleteFrom('_deletion_holds').execute()
+    await db.updateTable('user_balances').set({ held: 0 }).where('user', '=', user).execute()
   }, 60_000)
 
   it('exits non-zero on a broken database and names every broken invariant', async () => {

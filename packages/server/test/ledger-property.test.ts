@@ -1,12 +1,14 @@
 /**
  * Property test of the ledger: thousands of random operations (grants, admin debits, holds of any
  * size at random multipliers, settlements with any output count, own-node settlements, duplicate
- * settlements, failures, deletions mid-request with a streamed part charged, account deletions,
+ * settlements, failures, deletions of queued and running requests (a running one's hold kept until
+ * its streamed part is charged, now or after other operations), account deletions,
  * nodes on probation whose earnings are held, then released by a passed verdict or returned to
  * the payers by a failed one), each checked against an integer model of what must happen, on
  * SQLite and PostgreSQL. After every run every balance, hold and pending total is exactly the
  * model's to the unit (and the API shows units / 1000), and the audit passes: balances = rows,
- * debits = credits (or pending), holds = open reserves, pending = pending rows.
+ * debits = credits (or pending), holds = open reserves + holds awaiting a deletion's charge,
+ * pending = pending rows.
  *
  * PostgreSQL runs fewer scenarios than SQLite (each operation is several network round trips, and
  * the suite runs beside others on a small machine); the operations and their mix are the same, and
@@ -23,7 +25,8 @@ import {
   reversePendingEarnings,
   REVERSAL_REASON,
 } from '../src/core/ledger/pending-earnings.ts'
-import { chargeDeletedRequest, failRequest, settleRequest } from '../src/core/ledger/settlement.ts'
+import { chargeDeletedRequest, type StreamedCharge } from '../src/core/ledger/deleted-requests.ts'
+import { failRequest, settleRequest } from '../src/core/ledger/settlement.ts'
 import { server as superuser } from '../src/core/records/caller.ts'
 import { withUnitOfWork, type UnitOfWork } from '../src/core/records/unit-of-work.ts'
 import { newRecordId } from '../src/tools/ids.ts'
@@ -47,7 +50,15 @@ type Op =
       twice: boolean
     }
   | { kind: 'fail'; request: number }
-  | { kind: 'delete'; request: number; streamed: number; node: number }
+  | {
+      kind: 'delete'
+      request: number
+      streamed: number
+      node: number
+      /** Running on its node (its hold kept for the charge), and charged only at the end. */
+      running: boolean
+      later: boolean
+    }
   | { kind: 'close'; user: number }
   | { kind: 'verdict'; node: number; pass: boolean }
 
@@ -98,6 +109,8 @@ const op: fc.Arbitrary<Op> = fc.oneof(
       request: fc.nat(),
       streamed: fc.integer({ min: 0, max: 300 }),
       node: fc.nat(USERS - 1),
+      running: fc.boolean(),
+      later: fc.boolean(),
     }),
   },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('close' as const), user }) },
@@ -119,6 +132,14 @@ interface Account {
   probation: boolean
   /** Held for the account's node (it is the owner). */
   pending: number
+}
+
+interface Deletion {
+  charge: StreamedCharge
+  user: number
+  owner: number
+  /** The hold the deletion kept for the charge (0: released, by the deletion or a closing). */
+  kept: number
 }
 
 interface Pending {
@@ -227,6 +248,8 @@ async function runScenario(
   }
   let open: OpenRequest[] = []
   let pending: Pending[] = []
+  /** Deleted running requests whose streamed part is charged at the end of the run. */
+  const awaiting: Deletion[] = []
   /** A node's held earnings go back to the payers (a failed verdict, or the node deleted). */
   const reverse = (owner: number) => {
     for (const p of pending.filter((x) => x.owner === owner)) {
@@ -242,6 +265,32 @@ async function runScenario(
       accounts[owner].pending += cost
       pending.push({ payer, owner, amount: cost })
     } else accounts[owner].balance += cost
+  }
+
+  /**
+   * The charge of a deleted request's streamed part: from the hold its deletion kept (at most that
+   * hold and the balance, the whole hold released), or without one (a queued request's deletion
+   * released it) at most what is free beside other holds; nothing for self-dealing, for a closed
+   * account or a node gone with its owner; never twice.
+   */
+  const chargeDeletion = async (d: Deletion) => {
+    const a = accounts[d.user]
+    const owner = accounts[d.owner]
+    const charged = await unit((uow) => chargeDeletedRequest(uow, d.charge))
+    const c = d.charge
+    const streamedCost = (c.tokensInput + c.tokensOutput) * c.multiplierUnits
+    const room = d.kept
+      ? Math.min(d.kept, a.balance)
+      : Math.min(c.reservedUnits, a.balance - a.held)
+    const cost =
+      !a.open || !owner.open || owner === a || c.tokensOutput === 0
+        ? 0
+        : Math.max(0, Math.min(streamedCost, room))
+    expect(charged?.cost ?? 0).toBe(cost)
+    a.held -= d.kept
+    a.balance -= cost
+    earn(d.user, d.owner, cost)
+    expect(await unit((uow) => chargeDeletedRequest(uow, d.charge))).toBeNull() // never twice
   }
 
   for (const o of ops) {
@@ -348,37 +397,39 @@ async function runScenario(
       const a = accounts[r.user]
       const owner = accounts[o.node]
       if (!owner.open) continue
-      // The conversation goes with every request in it; the open ones end and release their holds.
+      // Accepted by a node: the deletion keeps its hold until the streamed part is charged.
+      if (o.running)
+        await db
+          .updateTable('requests')
+          .set({ status: 'processing' })
+          .where('id', '=', r.id)
+          .execute()
+      // The conversation goes with every request in it; the open ones end, the queued ones
+      // releasing their holds at once.
       await server.core.records.delete(
         superuser,
         requireCollection('conversations'),
         r.conversation,
       )
       for (const gone of open.filter((x) => x.conversation === r.conversation))
-        a.held -= gone.reserved
+        if (!(o.running && gone === r)) a.held -= gone.reserved
       open = open.filter((x) => x.conversation !== r.conversation)
-      const streamed = Math.min(o.streamed, r.cap)
-      const charge = {
-        requestId: r.id,
-        user: a.id,
-        nodeId: owner.node,
-        tokensInput: r.input,
-        tokensOutput: streamed,
-        multiplierUnits: r.multiplier,
-        reservedUnits: r.reserved,
+      const deletion: Deletion = {
+        charge: {
+          requestId: r.id,
+          user: a.id,
+          nodeId: owner.node,
+          tokensInput: r.input,
+          tokensOutput: Math.min(o.streamed, r.cap),
+          multiplierUnits: r.multiplier,
+          reservedUnits: r.reserved,
+        },
+        user: r.user,
+        owner: o.node,
+        kept: o.running ? r.reserved : 0,
       }
-      const charged = await unit((uow) => chargeDeletedRequest(uow, charge))
-      const cost =
-        owner === a
-          ? 0
-          : Math.max(
-              0,
-              Math.min((r.input + streamed) * r.multiplier, r.reserved, a.balance - a.held),
-            )
-      expect(charged?.cost ?? 0).toBe(cost)
-      a.balance -= cost
-      earn(r.user, accounts.indexOf(owner), cost)
-      expect(await unit((uow) => chargeDeletedRequest(uow, charge))).toBeNull() // never twice
+      if (o.running && o.later) awaiting.push(deletion)
+      else await chargeDeletion(deletion)
       const conversation = await server.core.records.create(
         superuser,
         requireCollection('conversations'),
@@ -393,6 +444,8 @@ async function runScenario(
       a.balance = 0
       a.held = 0
       open = open.filter((x) => accounts[x.user] !== a)
+      // Its holds awaiting a deletion's charge are released with the rest: it is never charged.
+      for (const d of awaiting.filter((x) => x.user === o.user)) d.kept = 0
       // Its node goes with it, before it was verified: the payers get its pending earnings back.
       reverse(o.user)
     } else if (o.kind === 'verdict') {
@@ -416,6 +469,8 @@ async function runScenario(
       a.probation = !o.pass
     }
   }
+
+  for (const d of awaiting) await chargeDeletion(d)
 
   for (const a of accounts) {
     const row = await db

@@ -13,6 +13,7 @@ import { apiKeys } from './migrations/0060-api-keys.ts'
 import { approxSizes } from './migrations/0070-approx-sizes.ts'
 import { idempotencyKeys } from './migrations/0080-idempotency-keys.ts'
 import { spotChecks } from './migrations/0090-spot-checks.ts'
+import { deletionHolds } from './migrations/0100-deletion-holds.ts'
 import { pendingEarnings } from './migrations/0031-pending-earnings.ts'
 
 /** Every migration, in order. Names sort in run order; never rename or edit a released one. */
@@ -30,6 +31,7 @@ const migrations: Record<string, Migration> = {
   '0070-approx-sizes': approxSizes,
   '0080-idempotency-keys': idempotencyKeys,
   '0090-spot-checks': spotChecks,
+  '0100-deletion-holds': deletionHolds,
   // Kysely runs migrations in name order, whatever their order here.
   '0031-pending-earnings': pendingEarnings,
 }

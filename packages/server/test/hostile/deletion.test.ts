@@ -1,8 +1,9 @@
 /**
  * Hostile users against holds: a conversation or an account deleted while its request is queued
- * or running. The request ends in the same step as the deletion (its hold released at once), the
- * node gets `job_cancel`, the user pays at most for what was streamed (and that part is paid to
- * the node's owner), the queue goes on for everybody else without any new send, no ledger row is
+ * or running. The request ends in the same step as the deletion (a queued one's hold released at
+ * once, a running one's kept until its streamed part is charged from it), the node gets
+ * `job_cancel`, the user pays at most for what was streamed (and that part is paid to the node's
+ * owner), the queue goes on for everybody else without any new send, no ledger row is
  * ever deleted, and the audit passes afterwards. SQLite and PostgreSQL.
  */
 import type PocketBase from 'pocketbase'
@@ -32,7 +33,7 @@ describe.each(dialects)('[%s] hostile users: deleting what is running', (dialect
   const inference = async (user: string) =>
     (await txsOf(server, user)).filter((t) => String(t.type).endsWith('_inference_request'))
 
-  it('a conversation deleted mid-answer: hold released in the same step, node cancelled, only the streamed part paid', async () => {
+  it('a conversation deleted mid-answer: hold kept until the streamed part is charged from it, node cancelled, only the streamed part paid', async () => {
     const { owner, node } = await hostileNode(server, stories)
     const streamed = 'Once upon a time there was' // 26 characters: 6 tokens by the spec's estimate
     node.behaviour = streamThenWait(streamed)
@@ -52,8 +53,8 @@ describe.each(dialects)('[%s] hostile users: deleting what is running', (dialect
       await pb.collection('requests').unsubscribe()
       expect((await balanceOf(server, uid(pb))).held).toBeGreaterThan(0)
       await pb.collection('conversations').delete(conversation)
-      // Same step: the hold is gone when the delete has answered.
-      expect((await balanceOf(server, uid(pb))).held).toBe(0)
+      // The request ended in the same step, its hold kept (not spendable) for the charge of the
+      // streamed part, which then releases it.
       await waitUntil(() => node.cancelled(job), 10_000, 'job_cancel')
       const cost = Math.floor(prompt.length / 4) + Math.floor(streamed.length / 4)
       const charged = await waitUntil(
@@ -67,6 +68,8 @@ describe.each(dialects)('[%s] hostile users: deleting what is running', (dialect
         { type: 'credit_inference_request', amount: cost, request: id },
       ])
       expect(await balanceOf(server, uid(pb))).toMatchObject({ balance: 1000 - cost, held: 0 })
+      const kept = server.core.database.db.selectFrom('_deletion_holds').select('id')
+      expect(await kept.where('id', '=', id).execute()).toEqual([])
       await expectAuditPasses(server)
     } finally {
       node.kill()
@@ -199,6 +202,46 @@ describe.each(dialects)('[%s] hostile users: deleting what is running', (dialect
       expect((await inference(uid(owner))).map((t) => t.amount)).toEqual([kept[1].amount])
       await expectAuditPasses(server)
     } finally {
+      node.kill()
+    }
+  })
+
+  it("an account deleted while a deleted conversation's hold awaits its charge: the closing row takes the whole balance, nothing charged later", async () => {
+    const { owner, node } = await hostileNode(server, stories)
+    node.behaviour = streamThenWait('Once upon a time')
+    const faults = DbFaults.install(server)
+    try {
+      const pb = await signUp(server, 'closer')
+      const user = uid(pb)
+      const conversation = await newChat(pb)
+      const id = await send(pb, conversation, 'Tell me a story')
+      const job = await node.firstJob()
+      await waitUntil(
+        async () => (await pb.collection('requests').getOne(id)).status === 'processing',
+        10_000,
+        'the answer under way',
+      )
+      // The charge of the streamed part fails (once): the hold stays kept for it.
+      faults.fail(/^delete _deletion_holds$/, 1)
+      await pb.collection('conversations').delete(conversation)
+      await waitUntil(() => node.cancelled(job), 10_000, 'job_cancel')
+      await waitUntil(() => faults.count(/^delete _deletion_holds$/) === 1, 10_000, 'the charge')
+      expect((await balanceOf(server, user)).held).toBeGreaterThan(0)
+      await pb.collection('users').delete(user)
+      // A deleted account is not charged: its kept hold is released, the closing row takes all.
+      const kept = await txsOf(server, closedAccount(user))
+      expect(kept).toMatchObject([
+        { type: 'credit_admin', amount: 1000 },
+        { type: 'debit_account_closed', amount: 1000 },
+      ])
+      const db = server.core.database.db
+      expect(
+        await db.selectFrom('_deletion_holds').select('id').where('user', '=', user).execute(),
+      ).toEqual([])
+      expect(await inference(uid(owner))).toEqual([])
+      await expectAuditPasses(server)
+    } finally {
+      faults.clear()
       node.kill()
     }
   })

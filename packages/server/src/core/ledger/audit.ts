@@ -1,13 +1,14 @@
 /**
  * @module The ledger audit: proves on a live database that no credit was created or lost. It
  * checks, for every account, balance = the sum of its ledger rows, the running totals, that holds
- * equal the reserves of open requests, that pending earnings equal their rows, that every
+ * equal the reserves of open requests plus the holds awaiting a deleted request's charge, that pending earnings equal their rows, that every
  * transfer's debits equal its credits per request (a pending earning standing for its credit),
  * and that every amount is exact integer units. Read-only; the admin command prints the report.
  */
 import { sql } from 'kysely'
 import type { Db } from '../../db/database.ts'
 import { fromUnits } from './credits.ts'
+import { DELETION_HOLDS } from './deleted-requests.ts'
 import { OPEN_STATUSES } from './settlement.ts'
 import { txTypes, type TxTypeRule } from './tx-types.ts'
 
@@ -62,10 +63,15 @@ export async function auditLedger(db: Db): Promise<AuditReport> {
     .where('status', 'in', OPEN_STATUSES)
     .groupBy('user')
     .execute()
+  const awaiting = await db
+    .selectFrom(DELETION_HOLDS)
+    .select(['user', (eb) => eb.fn.sum<number>('amount').as('total')])
+    .groupBy('user')
+    .execute()
   const checks = [
     await exactAmounts(db, accounts),
     balancesMatchRows(accounts, sums),
-    holdsMatchReserves(accounts, reserves),
+    holdsMatchReserves(accounts, reserves, awaiting),
     await pendingMatchesRows(db),
     await transfersBalance(db),
   ]
@@ -107,13 +113,21 @@ async function exactAmounts(db: Db, accounts: Map<string, Account>): Promise<Aud
     .execute()
   for (const r of badRequests)
     problems.push(`request ${r.id}: reserved ${r.reserved}, cost ${r.cost}`)
+  const badHolds = await db
+    .selectFrom(DELETION_HOLDS)
+    .select(['id', 'amount'])
+    .where((eb) => eb.or([inexact('amount'), eb('amount', '=', 0)]))
+    .limit(MAX_PROBLEMS)
+    .execute()
+  for (const r of badHolds)
+    problems.push(`hold awaiting the charge of deleted request ${r.id}: amount ${r.amount}`)
   const counted = await db
     .selectFrom('user_credit_txs')
     .select((eb) => eb.fn.countAll<number>().as('n'))
     .executeTakeFirst()
   return {
     name: 'exact amounts',
-    detail: `${accounts.size} balances, ${Number(counted?.n ?? 0)} ledger rows and the requests' reserves and costs are whole, non-negative units of known types`,
+    detail: `${accounts.size} balances, ${Number(counted?.n ?? 0)} ledger rows, the requests' reserves and costs and the holds awaiting a deletion's charge are whole, non-negative units of known types`,
     problems: problems.slice(0, MAX_PROBLEMS),
   }
 }
@@ -167,29 +181,44 @@ function balancesMatchRows(
   }
 }
 
-/** held = the reserves of the account's open (pending, processing) requests. */
+/**
+ * held = the reserves of the account's open (pending, processing) requests + its holds awaiting a
+ * deleted request's charge (`_deletion_holds`).
+ */
 function holdsMatchReserves(
   accounts: Map<string, Account>,
   reserves: Array<{ user: unknown; total: unknown }>,
+  awaiting: Array<{ user: unknown; total: unknown }>,
 ): AuditCheck {
   const reserved = new Map(reserves.map((r) => [String(r.user), Number(r.total ?? 0)]))
+  const kept = new Map(awaiting.map((r) => [String(r.user), Number(r.total ?? 0)]))
   const problems: string[] = []
   let held = 0
+  let keptTotal = 0
   for (const [user, a] of accounts) {
     const r = reserved.get(user) ?? 0
+    const k = kept.get(user) ?? 0
     held += a.held
-    if (a.held !== r)
+    keptTotal += k
+    if (a.held !== r + k)
       problems.push(
-        `user ${user}: ${credits(a.held)} held but its open requests reserve ${credits(r)}`,
+        `user ${user}: ${credits(a.held)} held but its open requests reserve ${credits(r)}` +
+          (k ? ` and deletions awaiting their charge hold ${credits(k)}` : ''),
       )
   }
   for (const [user, r] of reserved) {
     if (!accounts.has(user) && r !== 0)
       problems.push(`user ${user}: open requests reserve ${credits(r)} without a balance`)
   }
+  for (const [user, k] of kept) {
+    if (!accounts.has(user) && k !== 0)
+      problems.push(
+        `user ${user}: deletions awaiting their charge hold ${credits(k)} without a balance`,
+      )
+  }
   return {
     name: 'holds',
-    detail: `${credits(held)} credits held in ${accounts.size} balances equal the reserves of open requests`,
+    detail: `${credits(held)} credits held in ${accounts.size} balances equal the reserves of open requests and the ${credits(keptTotal)} awaiting a deletion's charge`,
     problems: problems.slice(0, MAX_PROBLEMS),
   }
 }

@@ -1,7 +1,7 @@
 /**
  * @module The ledger's reactions to record writes, each inside the write's transaction: a new
- * user's initial credits; a request deleted with its conversation or account ends and releases its
- * hold; a deleted account is closed (what it still held leaves through a final ledger row) and its
+ * user's initial credits; a request deleted with its conversation or account ends (its hold
+ * released, or kept for the charge of what its node streamed: deleted-requests.ts); a deleted account is closed (what it still held leaves through a final ledger row) and its
  * rows are detached, never deleted, so every invariant of the audit still holds afterwards; a node
  * deleted while on probation returns its pending earnings to the users who paid them.
  */
@@ -11,7 +11,8 @@ import type { Row } from '../records/serialize.ts'
 import { toUnits } from './credits.ts'
 import { applyEntry } from './ledger-entry.ts'
 import { reversePendingEarnings } from './pending-earnings.ts'
-import { endDeletedRequest, OPEN_STATUSES } from './settlement.ts'
+import { endDeletedRequest, releaseDeletionHoldsOf } from './deleted-requests.ts'
+import { OPEN_STATUSES } from './settlement.ts'
 
 /** The `user` of a deleted account's ledger rows and requests: never a record id, so no sign-up
  * can claim them. */
@@ -56,7 +57,11 @@ async function closeAccount(uow: UnitOfWork, user: Row): Promise<void> {
     .where('user', '=', id)
     .where('status', 'in', OPEN_STATUSES)
     .execute()
-  for (const r of open) await endDeletedRequest(uow, String(r.id))
+  // A deleted account is not charged: the holds still awaiting the charge of a conversation
+  // deleted earlier and its requests' holds are released, and the closing row takes the whole
+  // balance. The kept holds' rows first, then the balance, the order a charge takes its locks in.
+  await releaseDeletionHoldsOf(uow, id)
+  for (const r of open) await endDeletedRequest(uow, String(r.id), { keepHold: false })
   const balance = await trx
     .selectFrom('user_balances')
     .select('balance')

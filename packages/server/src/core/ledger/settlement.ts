@@ -121,7 +121,7 @@ function readPricedRequest(trx: Db, requestId: string) {
 type PricedRequest = NonNullable<Awaited<ReturnType<typeof readPricedRequest>>>
 
 /** What these counts cost, never more than any cap (the hold, what the user can spend) nor below 0. */
-function cappedCost(
+export function cappedCost(
   tokensInput: number,
   tokensOutput: number,
   multiplierUnits: number,
@@ -185,7 +185,7 @@ async function countMessage(uow: UnitOfWork, conversation: unknown, now: string)
  * The user's debit and the node owner's credit for one request (nothing when cost is 0). A node on
  * probation earns nothing yet: its owner's credit is held as pending (pending-earnings.ts).
  */
-async function payForRequest(
+export async function payForRequest(
   uow: UnitOfWork,
   p: {
     requestId: string
@@ -235,7 +235,7 @@ interface LockedNode {
   held: boolean
 }
 
-async function lockNode(trx: Db, nodeId: string): Promise<LockedNode | null> {
+export async function lockNode(trx: Db, nodeId: string): Promise<LockedNode | null> {
   const row = await trx
     .updateTable('nodes')
     .set({ updated: sql`updated` })
@@ -246,7 +246,11 @@ async function lockNode(trx: Db, nodeId: string): Promise<LockedNode | null> {
 }
 
 /** Releases a hold and answers the balance, with the balance row locked until commit. */
-async function releaseHoldLocked(uow: UnitOfWork, user: string, amount: number): Promise<number> {
+export async function releaseHoldLocked(
+  uow: UnitOfWork,
+  user: string,
+  amount: number,
+): Promise<number> {
   const [row] = await uow.update('user_balances', (q) =>
     q
       .set({ held: sql`CASE WHEN held - ${amount} < 0 THEN 0 ELSE held - ${amount} END` })
@@ -274,33 +278,44 @@ export function failRequest(
   )
 }
 
-/**
- * Ends an open request that is about to be deleted (its conversation or account is going), inside
- * the deleting transaction: cancelled and its hold released in the same step. False when it had
- * already ended. The scheduler then cancels the node's job and charges what was streamed.
- */
-export function endDeletedRequest(uow: UnitOfWork, requestId: string): Promise<boolean> {
-  return endReleasingHold(uow, requestId, { status: 'cancelled' })
-}
-
 /** Ends an open request with nothing to pay, releasing its whole hold; false when already ended. */
 async function endReleasingHold(
   uow: UnitOfWork,
   requestId: string,
-  end: {
-    status: 'failed' | 'cancelled'
-    error_message?: string
-    can_retry?: number
-    response?: string
-  },
+  end: RequestEnd,
   owner?: string,
 ): Promise<boolean> {
+  const ended = await endRequest(uow, requestId, end, owner)
+  if (!ended) return false
+  await releaseHold(uow, ended.user, ended.reserved)
+  return true
+}
+
+/** How an open request ends with nothing to pay: its status and the fields that go with it. */
+interface RequestEnd {
+  status: 'failed' | 'cancelled'
+  error_message?: string
+  can_retry?: number
+  response?: string
+}
+
+/**
+ * Marks an open request ended (its reserve 0) and answers its user and the hold it had, which the
+ * caller releases or keeps; null when it had already ended (or, with `owner`, is another
+ * process's now). The hold is left as it is.
+ */
+export async function endRequest(
+  uow: UnitOfWork,
+  requestId: string,
+  end: RequestEnd,
+  owner?: string,
+): Promise<{ user: string; reserved: number; status: string } | null> {
   const request = await uow.trx
     .selectFrom('requests')
-    .select(['user', 'reserved'])
+    .select(['user', 'reserved', 'status'])
     .where('id', '=', requestId)
     .executeTakeFirst()
-  if (!request) return false
+  if (!request) return null
   const marked = await uow.update('requests', (q) =>
     q
       .set({ ...end, reserved: 0, is_partial: 0, updated: nowDate() })
@@ -309,9 +324,12 @@ async function endReleasingHold(
       .where('reserved', '=', request.reserved)
       .$if(owner !== undefined, (w) => w.where('lease_owner', '=', owner!)),
   )
-  if (marked.length !== 1) return false
-  await releaseHold(uow, String(request.user), Number(request.reserved ?? 0))
-  return true
+  if (marked.length !== 1) return null
+  return {
+    user: String(request.user),
+    reserved: Number(request.reserved ?? 0),
+    status: String(request.status),
+  }
 }
 
 export interface Cancellation {
@@ -381,56 +399,6 @@ export async function cancelRequest(
   // A stopped answer with text is a message of its conversation, like a completed one.
   if (produced) await countMessage(uow, request.conversation, now)
   return settled
-}
-
-export interface StreamedCharge {
-  requestId: string
-  user: string
-  nodeId: string
-  tokensInput: number
-  tokensOutput: number
-  multiplierUnits: number
-  /** The request's hold: the charge never exceeds it. */
-  reservedUnits: number
-}
-
-/**
- * Charges for the part of an answer a node had streamed before the user deleted the request (its
- * hold already released by the deletion): at most what is still free to spend (`balance - held`,
- * so other requests' holds stay covered) and at most the old hold. Nothing for self-dealing, and
- * nothing twice: a request already charged is left alone (checked under the balance row's lock).
- * The request row is gone; the ledger rows keep its id. Null when nothing was charged.
- */
-export async function chargeDeletedRequest(
-  uow: UnitOfWork,
-  s: StreamedCharge,
-): Promise<SettledRequest | null> {
-  const trx = uow.trx
-  const node = await lockNode(trx, s.nodeId)
-  if (!node || isSelfDealing(s.user, node.user)) return null
-  const [row] = await uow.update('user_balances', (q) =>
-    q.set({ updated: nowDate() }).where('user', '=', s.user),
-  )
-  if (!row) return null
-  const charged = await trx
-    .selectFrom('user_credit_txs')
-    .select('id')
-    .where('request', '=', s.requestId)
-    .where('type', '=', 'debit_inference_request')
-    .executeTakeFirst()
-  if (charged) return null
-  const free = Number(row.balance) - Number(row.held)
-  const cost = cappedCost(s.tokensInput, s.tokensOutput, s.multiplierUnits, s.reservedUnits, free)
-  if (cost <= 0) return null
-  await payForRequest(uow, {
-    requestId: s.requestId,
-    nodeId: s.nodeId,
-    held: node.held,
-    user: s.user,
-    nodeOwner: node.user,
-    cost,
-  })
-  return { user: s.user, nodeOwner: node.user, conversation: '', cost }
 }
 
 /** Lowers a node's reputation after it dropped or stalled a job (`jobs` of them at once). */

@@ -12,7 +12,13 @@ import type { CoreApp } from '../app.ts'
 import { withUnitOfWork, type UnitOfWork } from '../records/unit-of-work.ts'
 import { ChatService, MAX_OUTPUT_TOKENS } from '../chat/chat-service.ts'
 import { listenForCancels } from '../chat/stop-request.ts'
-import { HOLD_SWEEP_INTERVAL_MS, sweepStrandedHolds } from '../ledger/hold-sweep.ts'
+import {
+  DELETION_HOLD_BOUND_MS,
+  DELETION_HOLD_CHECK_MS,
+  HOLD_SWEEP_INTERVAL_MS,
+  sweepDeletionHolds,
+  sweepStrandedHolds,
+} from '../ledger/hold-sweep.ts'
 import { LocalLeases, RedisLeases, LEASE_TTL_MS, type ProcessLeases } from '../scheduler/leases.ts'
 import { Takeover } from '../scheduler/takeover.ts'
 import { LINK_FLOW_TTL_MS, LinkFlows } from '../nodes/link-flows.ts'
@@ -109,6 +115,15 @@ export async function createInferenceNetwork(
   const leases: ProcessLeases = core.redis
     ? await RedisLeases.start(core.redis, core.processId, options.leaseTtlMs ?? LEASE_TTL_MS)
     : new LocalLeases(core.processId)
+  // Holds awaiting a deleted request's charge that never came: released uncharged past the bound,
+  // at start-up and every DELETION_HOLD_CHECK_MS. Alone (no Redis), a process that starts has no
+  // job out, so none of them will be charged: all go at once.
+  const deletionBoundMs = core.config.redisUrl ? DELETION_HOLD_BOUND_MS : 0
+  await sweepDeletionHolds(core, { boundMs: deletionBoundMs })
+  const deletionSweeper = setInterval(() => {
+    sweepDeletionHolds(core).catch((err) => log.error({ err }, 'deletion hold sweep failed'))
+  }, DELETION_HOLD_CHECK_MS)
+  deletionSweeper.unref()
   // Holds left without an open request (crash, bug): released at start-up and every hour.
   await sweepStrandedHolds(core)
   const sweeper = setInterval(() => {
@@ -255,6 +270,7 @@ export async function createInferenceNetwork(
       takeover.close()
       leases.close()
       clearInterval(sweeper)
+      clearInterval(deletionSweeper)
       stopRevoking()
       stopForgetting()
       stopCancelling()

@@ -63,9 +63,10 @@ export class RequestStops {
     book.end(work, async () => {
       if (await cancelAndPublish(this.core, cancellation)) return
       // Deleted (its conversation or account) before this write: the deletion ended the request
-      // and released its hold, and found no job here to count (taken back above), so the part
-      // streamed is charged as a deleted request's is (at most once).
-      if (job && cancellation.tokensOutput > 0 && !(await loadRequestRow(this.core, requestId)))
+      // and kept its hold, and found no job here to count (taken back above), so the part
+      // streamed is charged from that hold as a deleted request's is (at most once), and the
+      // hold released even when nothing was streamed.
+      if (job && !(await loadRequestRow(this.core, requestId)))
         await chargeDeletedAndPublish(this.core, work, job.nodeId, cancellation.tokensOutput)
     })
     this.onCapacity()
@@ -82,8 +83,11 @@ export class RequestStops {
     }
     const queued = book.queue.findIndex((w) => w.requestId === requestId)
     if (queued >= 0) {
-      book.queue.splice(queued, 1)
+      const [work] = book.queue.splice(queued, 1)
       book.checkIdle()
+      // Offered before and back in the queue: a job row of the last offer may still have been
+      // out when the deletion looked, which then kept the hold; nothing was streamed.
+      if (work.offers > 0) book.serial(work, () => chargeDeletedAndPublish(this.core, work, '', 0))
       return
     }
     const work = [...book.byJob.values()].find((w) => w.requestId === requestId)
@@ -91,10 +95,9 @@ export class RequestStops {
     if (!work || !job) return
     book.takeBack(work)
     // What the coordinator counted of the part streamed (no claim from the node: none came).
+    // Charged from the hold the deletion kept, which is released even when nothing was streamed.
     const tokensOutput = job.meter.finish(null).tokensOutput
-    if (tokensOutput > 0) {
-      book.serial(work, () => chargeDeletedAndPublish(this.core, work, job.nodeId, tokensOutput))
-    }
+    book.serial(work, () => chargeDeletedAndPublish(this.core, work, job.nodeId, tokensOutput))
     this.onCapacity()
   }
 

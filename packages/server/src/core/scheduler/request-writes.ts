@@ -8,12 +8,12 @@ import type { Row } from '../records/serialize.ts'
 import { nowDate } from '../../tools/dates.ts'
 import {
   cancelRequest,
-  chargeDeletedRequest,
   failRequest,
   settleRequest,
   type Cancellation,
   type Completion,
 } from '../ledger/settlement.ts'
+import { chargeDeletedRequest } from '../ledger/deleted-requests.ts'
 import { withSingleWrite, withUnitOfWork } from '../records/unit-of-work.ts'
 import { log } from '../../tools/log.ts'
 import type { Work } from './work.ts'
@@ -177,7 +177,11 @@ export async function cancelAndPublish(core: CoreApp, c: Cancellation): Promise<
   return Boolean(await withUnitOfWork(core, (uow) => cancelRequest(uow, c)))
 }
 
-/** Charges the streamed part of a deleted request (at most once) and publishes the balances. */
+/**
+ * Charges the streamed part of a deleted request (at most once) from the hold its deletion kept,
+ * releases that hold, and publishes the balances. With `nodeId` empty or `tokensOutput` 0 it only
+ * releases the hold.
+ */
 export async function chargeDeletedAndPublish(
   core: CoreApp,
   work: Work,
