@@ -48,6 +48,8 @@ type Direct =
   | { kind: 'job_frame'; from: string; nodeId: string; frame: JobFrame }
 
 const BROADCAST = 'nodes'
+/** Least time between two announcements of one node (an honest one sends a heartbeat every 5 s). */
+export const ANNOUNCE_GAP_MS = 100
 const direct = (processId: string) => `process:${processId}`
 const JOB_ENDS = new Set(['job_done', 'job_failed', 'job_rejected'])
 
@@ -136,8 +138,24 @@ export class NodeRelay {
     })
   }
 
-  /** A local node said hello or sent a heartbeat. */
+  /**
+   * A local node said hello or sent a heartbeat. At most one announcement per node every
+   * ANNOUNCE_GAP_MS, the latest state in it: a node sending heartbeats as fast as it could made a
+   * Redis message per frame for every other process to read (and schedule on).
+   */
   announce(session: NodeSession): void {
+    const wait = session.announcedAt + ANNOUNCE_GAP_MS - Date.now()
+    if (wait <= 0) return this.announceNow(session)
+    if (session.announceTimer) return
+    session.announceTimer = setTimeout(() => {
+      session.announceTimer = null
+      if (this.nodes.local(session.nodeId) === session && session.open) this.announceNow(session)
+    }, wait)
+    session.announceTimer.unref()
+  }
+
+  private announceNow(session: NodeSession): void {
+    session.announcedAt = Date.now()
     this.publish({
       kind: 'presence',
       from: this.processId,
@@ -233,7 +251,7 @@ export class NodeRelay {
     if (m.from === this.processId) return
     if (m.kind === 'capacity') return this.nodes.onRemoteCapacity()
     if (m.kind === 'sync') {
-      for (const session of this.nodes.all()) if (session.helloed) this.announce(session)
+      for (const session of this.nodes.all()) if (session.helloed) this.announceNow(session)
       return
     }
     const known = this.remotes.get(m.nodeId)

@@ -79,6 +79,10 @@ export class NodeSession implements NodeHandle {
    * the bus, i.e. whether a claim by another process is newer than this one. */
   readonly claim = randomUUID()
   claimHeard = false
+  /** Scaled out: when the node was last announced to the other processes, and the announcement
+   * waiting for its turn (node-relay.ts). */
+  announcedAt = 0
+  announceTimer: NodeJS.Timeout | null = null
 
   constructor(
     readonly nodeId: string,
