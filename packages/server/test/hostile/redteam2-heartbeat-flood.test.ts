@@ -19,14 +19,15 @@ describe.runIf(redisUrl && databaseUrl)('red team: a heartbeat flood, scaled out
   let a: TestServer
   let b: TestServer
   let stories: string
-  const listener = new Redis(redisUrl ?? '')
+  let listener: Redis
   beforeAll(async () => {
+    listener = new Redis(redisUrl!)
     a = await startTestServer('postgres', { redisUrl })
     b = await startPeerServer(a, { redisUrl })
     stories = await modelId(a)
   })
   afterAll(async () => {
-    listener.disconnect()
+    listener?.disconnect()
     await a?.close().catch(() => {})
     await b?.stop()
   })
