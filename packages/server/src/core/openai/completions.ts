@@ -61,7 +61,7 @@ export class OpenAiApi {
     private chat: ChatService,
     private scheduler: Scheduler,
   ) {
-    this.watch = new RequestWatch(core.events)
+    this.watch = new RequestWatch(core.events, core.bus)
   }
 
   close(): void {

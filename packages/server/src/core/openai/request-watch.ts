@@ -4,20 +4,40 @@
  * process: the `/v1` API. One listener for all, a map lookup per event. The scheduling process
  * is the one that took the call, so its events are local even when scaled out.
  */
-import type { RecordEvents } from '../records/record-events.ts'
+import type { Bus } from '../../tools/bus/bus.ts'
+import type { RecordBusMessage, RecordEvents } from '../records/record-events.ts'
 import type { Row } from '../records/serialize.ts'
+
+/** A request's last statuses: what another process may write to one this process follows. */
+const ENDED = new Set(['completed', 'cancelled', 'failed'])
 
 export type RowListener = (row: Row) => void
 
 export class RequestWatch {
   private listeners = new Map<string, RowListener>()
-  private readonly stop: () => void
+  private readonly stops: Array<() => void>
 
-  constructor(events: RecordEvents) {
-    this.stop = events.on((change) => {
-      if (change.collection.name !== 'requests' || change.action === 'delete') return
-      this.listeners.get(String(change.row.id))?.(change.row)
-    })
+  /**
+   * Scaled out, another process may end a request this one follows (a drain hands its queue over,
+   * a survivor takes a lapsed lease's requests, a cancel ended where it was asked): its end comes
+   * over the bus. Only ends: the bus also echoes this process's own events, later, and an echoed
+   * partial would look like text going backwards. A listener is gone once it heard its end.
+   */
+  constructor(events: RecordEvents, bus?: Bus) {
+    this.stops = [
+      events.on((change) => {
+        if (change.collection.name !== 'requests' || change.action === 'delete') return
+        this.listeners.get(String(change.row.id))?.(change.row)
+      }),
+    ]
+    if (bus?.kind === 'redis')
+      this.stops.push(
+        bus.subscribe('records', (message) => {
+          const m = message as RecordBusMessage
+          if (m?.collection !== 'requests' || m.action === 'delete') return
+          if (ENDED.has(String(m.row?.status))) this.listeners.get(String(m.row.id))?.(m.row)
+        }),
+      )
   }
 
   /** Calls `listener` with each emitted row of the request until the returned function is called. */
@@ -33,7 +53,7 @@ export class RequestWatch {
   }
 
   close(): void {
-    this.stop()
+    for (const stop of this.stops) stop()
     this.listeners.clear()
   }
 }
