@@ -465,11 +465,19 @@ export class NodeRegistry {
     const waiting = session.unwritten.has(key)
     session.unwritten.set(key, write)
     if (waiting) return
-    this.enqueue(session, () => {
-      const latest = session.unwritten.get(key)
-      session.unwritten.delete(key)
-      return latest ? latest() : Promise.resolve()
-    })
+    const run = () => {
+      // Replaced meanwhile: the newer socket reports its own view.
+      const current = this.sessions.get(session.nodeId)
+      if (current && current !== session) return session.unwritten.delete(key)
+      this.enqueue(session, () => {
+        const latest = session.unwritten.get(key)
+        session.unwritten.delete(key)
+        return latest ? latest() : Promise.resolve()
+      })
+    }
+    const wait = session.reportWait(key)
+    if (wait > 0) setTimeout(run, wait).unref()
+    else run()
   }
 
   /** The node's status and last_seen, remembered on the session (see the heartbeat); after a

@@ -66,6 +66,21 @@ export class NodeSession implements NodeHandle {
   chain: Promise<void> = Promise.resolve()
   /** Reports queued on `chain` and not yet written, by what they report (node-registry.ts). */
   readonly unwritten = new Map<string, () => Promise<void>>()
+  /** When each model's status was last queued for writing (model_status keys). */
+  private modelReportAt = new Map<string, number>()
+
+  /**
+   * How long a report of `key` waits before it is queued: a model's status at most every
+   * MODEL_REPORT_GAP_MS (the agent sends download progress at most 4 times a second), so a node
+   * changing one without a pause costs 4 writes a second, not one per database round trip.
+   */
+  reportWait(key: string): number {
+    if (!key.startsWith('model:')) return 0
+    const now = Date.now()
+    const at = Math.max(now, (this.modelReportAt.get(key) ?? -Infinity) + MODEL_REPORT_GAP_MS)
+    this.modelReportAt.set(key, at)
+    return at - now
+  }
   /** The backend class the node's hello reported. */
   backend = 'unknown'
   /** The node said it is shutting down: its jobs finish, it gets no new ones. */
@@ -113,6 +128,9 @@ export class NodeSession implements NodeHandle {
     return true
   }
 }
+
+/** Least time between two writes of one node model's status (node-session.ts reportWait). */
+export const MODEL_REPORT_GAP_MS = 250
 
 const NODE_REPLACED_REASON = 'Replaced by a newer connection of this node'
 
