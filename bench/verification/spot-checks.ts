@@ -35,7 +35,9 @@ const answers = Number(process.env.ANSWERS ?? 40)
 const honestAnswers = Number(process.env.HONEST_ANSWERS ?? 200)
 const honestOnly = Boolean(process.env.HONEST_ONLY)
 const seed = Number(process.env.SEED ?? 1)
-const TEMPERATURES = [0.5, 0.7, 1.0, 1.5]
+const TEMPERATURES = process.env.TEMPERATURES
+  ? process.env.TEMPERATURES.split(',').map(Number)
+  : [0.5, 0.7, 1.0, 1.5]
 const thresholds = DEFAULT_THRESHOLDS.sampled
 
 interface Answer {

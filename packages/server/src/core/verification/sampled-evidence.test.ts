@@ -6,6 +6,7 @@ import {
   fadeSampled,
   judgeSampled,
   NO_SAMPLED_EVIDENCE,
+  DRIFT_VARIANCE,
   sampledAnswerEvidence,
   sampledZ,
   type SampledEvidence,
@@ -94,6 +95,25 @@ describe('judging sampled answers (S - E over sqrt V)', () => {
     // Far likelier than an honest sampler (a sampler truncating more than assumed): a pass.
     const high = { ...low, tokens: 1000, logprobSum: 300 }
     expect(judgeSampled(high, thresholds)).toMatchObject({ outcome: 'pass' })
+  })
+
+  it('counts at least the drift variance at a token: a near-greedy sampler is judged by nats, not by its tiny spread', () => {
+    // Temperature 0.05: the reference expects almost no spread. An honest node whose numerics
+    // differ a little lands 0.02 nats below expectation per token; made-up text half a nat.
+    const answer = (shortfall: number) =>
+      sampledAnswerEvidence(
+        Array.from({ length: 256 }, () => ({
+          top: 1,
+          lead: 0,
+          logprob: -0.3 - shortfall,
+          top_logprob: -0.3,
+          expected: -0.3,
+          variance: 1e-5,
+        })),
+      )
+    expect(answer(0.02).varianceSum).toBeCloseTo(256 * DRIFT_VARIANCE, 10)
+    expect(judgeSampled(answer(0.02), thresholds)).toMatchObject({ outcome: 'pass' })
+    expect(judgeSampled(answer(0.5), thresholds)).toMatchObject({ outcome: 'fail' })
   })
 
   it('leaves out positions without an expectation, and fades old evidence', () => {

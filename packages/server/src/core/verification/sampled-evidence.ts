@@ -40,6 +40,18 @@ export interface SampledThresholds {
   window: number
 }
 
+/**
+ * The least variance counted at a token: an honest node's logits differ from the reference's in
+ * the last bits (other threads, batches, kernels; more on GPUs), which at a low temperature moves
+ * its draw between near-tied tokens that the reference's sampler would all but never pick. The
+ * log-probability moves by little there, but the variance the reference expects is smaller still:
+ * at temperature 0.05, honest answers (stories260K, threads 1 against 2) scored z down to -6.9
+ * (one in 200, sd 1.46) without this floor. 0.01 is a tenth of a nat per token; where sampling is
+ * real (temperature 0.5 and up) the variance is far above it, and a wrong model or made-up text
+ * falls by whole nats per token (docs/verification.md).
+ */
+export const DRIFT_VARIANCE = 0.01
+
 /** One answer's evidence, from the reference's positions (those with an expectation). */
 export function sampledAnswerEvidence(positions: readonly ScoredPosition[]): SampledEvidence {
   const e = { ...NO_SAMPLED_EVIDENCE, answers: 1 }
@@ -48,7 +60,7 @@ export function sampledAnswerEvidence(positions: readonly ScoredPosition[]): Sam
     e.tokens++
     e.logprobSum += p.logprob
     e.expectedSum += p.expected
-    e.varianceSum += p.variance
+    e.varianceSum += Math.max(p.variance, DRIFT_VARIANCE)
   }
   return e
 }
