@@ -66,19 +66,19 @@ export class NodeSession implements NodeHandle {
   chain: Promise<void> = Promise.resolve()
   /** Reports queued on `chain` and not yet written, by what they report (node-registry.ts). */
   readonly unwritten = new Map<string, () => Promise<void>>()
-  /** When each model's status was last queued for writing (model_status keys). */
-  private modelReportAt = new Map<string, number>()
+  /** When each kind of report was last queued for writing. */
+  private reportAt = new Map<string, number>()
 
   /**
-   * How long a report of `key` waits before it is queued: a model's status at most every
-   * MODEL_REPORT_GAP_MS (the agent sends download progress at most 4 times a second), so a node
-   * changing one without a pause costs 4 writes a second, not one per database round trip.
+   * How long a report of `key` waits before it is queued: one of each kind (its hello, its status,
+   * one model's status) at most every REPORT_GAP_MS (the agent sends download progress at most 4
+   * times a second), so a node changing one without a pause costs 4 writes a second, not one per
+   * database round trip.
    */
   reportWait(key: string): number {
-    if (!key.startsWith('model:')) return 0
     const now = Date.now()
-    const at = Math.max(now, (this.modelReportAt.get(key) ?? -Infinity) + MODEL_REPORT_GAP_MS)
-    this.modelReportAt.set(key, at)
+    const at = Math.max(now, (this.reportAt.get(key) ?? -Infinity) + REPORT_GAP_MS)
+    this.reportAt.set(key, at)
     return at - now
   }
   /** The backend class the node's hello reported. */
@@ -129,8 +129,8 @@ export class NodeSession implements NodeHandle {
   }
 }
 
-/** Least time between two writes of one node model's status (node-session.ts reportWait). */
-export const MODEL_REPORT_GAP_MS = 250
+/** Least time between two writes of one kind of a node's reports (reportWait). */
+export const REPORT_GAP_MS = 250
 
 const NODE_REPLACED_REASON = 'Replaced by a newer connection of this node'
 
