@@ -44,14 +44,62 @@ export class AnswerMeter {
   private ids: number[] | null = []
   /** Set when the node sent more than the budget allows (bytes or ids). */
   overflowed = false
+  /** Set when the text reached one of the caller's stop sequences: it ends before it. */
+  stopped = false
+  private readonly longestStop: number
 
+  /** `stops`: the caller's stop sequences (`/v1`), which the node is asked to end before. */
   constructor(
     readonly budget: number,
     readonly rule: MeterRule,
+    private readonly stops: readonly string[] = [],
     private readonly maxBytes = answerByteCap(budget, rule),
-  ) {}
+  ) {
+    this.longestStop = Math.max(0, ...stops.map((s) => s.length))
+  }
+
+  /**
+   * The text that may be shown while the answer streams: without an end that could still turn
+   * out to begin a stop sequence (`"\nObserv"` before `"ation:"` arrives).
+   */
+  get shown(): string {
+    if (this.stopped || this.longestStop === 0) return this.text
+    for (let keep = Math.min(this.longestStop - 1, this.text.length); keep > 0; keep--) {
+      const end = this.text.slice(-keep)
+      if (this.stops.some((s) => s.startsWith(end))) return this.text.slice(0, -keep)
+    }
+    return this.text
+  }
 
   push(text: string, tokens?: readonly number[]): void {
+    // Past a stop sequence nothing counts: not its text, not its ids (an honest agent ends there).
+    if (this.stopped) return
+    const before = this.text.length
+    this.append(text, tokens)
+    if (this.longestStop > 0 && this.text.length > before) this.cutAtStop(before)
+  }
+
+  /**
+   * A node that goes on past the caller's stop sequence (the agent ends before it) would be paid
+   * for what follows and show it to a caller that asked never to see it: the text ends before the
+   * first stop, and its ids no longer spell it (the text's own tokens are billed and scored, as
+   * for an answer cut at the budget).
+   */
+  private cutAtStop(appendedAt: number): void {
+    const from = Math.max(0, appendedAt - this.longestStop + 1)
+    let at = -1
+    for (const stop of this.stops) {
+      const i = this.text.indexOf(stop, from)
+      if (i >= 0 && (at < 0 || i < at)) at = i
+    }
+    if (at < 0) return
+    this.text = this.text.slice(0, at)
+    this.bytes = Buffer.byteLength(this.text)
+    this.ids = null
+    this.stopped = true
+  }
+
+  private append(text: string, tokens?: readonly number[]): void {
     if (tokens === undefined) this.ids = null
     else if (this.ids) {
       if (this.ids.length + tokens.length > this.budget) this.overflowed = true
@@ -89,8 +137,8 @@ export class AnswerMeter {
         tokens: this.ids,
         nodeIds: this.ids,
         idsMatch: null,
-        // Without a tokenizer the text is only ever cut by the byte cap.
-        cut: this.overflowed,
+        // Without a tokenizer the text is only ever cut by the byte cap, or at a stop sequence.
+        cut: this.overflowed || this.stopped,
       }
     }
     const ids = this.ids
@@ -123,7 +171,7 @@ export class AnswerMeter {
       tokens: counted,
       nodeIds: ids,
       idsMatch,
-      cut,
+      cut: cut || this.stopped,
     }
   }
 }

@@ -20,7 +20,7 @@ export function partialRow(stored: Row, work: Work): Row {
     ...stored,
     status: 'processing',
     node: work.job?.nodeId ?? stored.node,
-    response: work.job?.meter.text ?? '',
+    response: work.job?.meter.shown ?? '',
     is_partial: 1,
   }
 }

@@ -202,7 +202,7 @@ export function newJob(
     acceptedAt: now,
     lastActivity: now,
     deadline: now + jobDeadlineMs(budget, speed, deadline),
-    meter: new AnswerMeter(work.maxTokens, work.meterRule),
+    meter: new AnswerMeter(work.maxTokens, work.meterRule, work.sampling.stop ?? []),
   }
 }
 
