@@ -9,13 +9,10 @@ import type { WebSocket } from 'ws'
 import { nodeToServerFrameSchema, type NodeToServerFrame } from '@meshwork/protocol'
 import type { CoreApp } from '../app.ts'
 import type { RecordBusMessage } from '../records/record-events.ts'
-import { requireCollection } from '../collections/registry.ts'
-import { server as superuser } from '../records/caller.ts'
 import { formatDate, nowDate } from '../../tools/dates.ts'
-import { withSingleWrite } from '../records/unit-of-work.ts'
+import { saveModelStatus, storeOfflineSince, updateNode } from './node-writes.ts'
 import { loadDesiredState } from './desired-state.ts'
 import { parseJsonDroppingNul } from '../../tools/nul.ts'
-import { ApiError } from '../../tools/api-error.ts'
 import { NodeRelay } from './node-relay.ts'
 import { RelayedJobCheck } from './relayed-job-check.ts'
 import { ModelPins } from '../models/model-pins.ts'
@@ -40,10 +37,8 @@ export {
 import { log } from '../../tools/log.ts'
 import { PauseWatch } from '../../tools/pause-watch.ts'
 
-const nodesCollection = () => requireCollection('nodes')
 /** Heartbeats come every 5 s: one in twelve writes the row when nothing else changed. */
 export const LAST_SEEN_REFRESH_MS = 60_000
-const nodeModelsCollection = () => requireCollection('node_models')
 /** How long a node whose socket closed stays stored online, waiting for it to reconnect. */
 export const OFFLINE_GRACE_MS = 1000
 
@@ -346,30 +341,8 @@ export class NodeRegistry {
     frame: Extract<NodeToServerFrame, { type: 'model_status' }>,
   ) {
     if (modelIds?.has(frame.node_model_id) === false) return // queued before its desired state
-    const db = this.core.database.db
-    const row = await db
-      .selectFrom('node_models')
-      .selectAll()
-      .where('id', '=', frame.node_model_id)
-      .where('node', '=', nodeId)
-      .executeTakeFirst()
-    if (!row) return // not this node's model: ignored
-    const next = {
-      is_downloaded: frame.is_downloaded ? 1 : 0,
-      is_serving: frame.is_serving ? 1 : 0,
-      download_progress: String(Math.round(frame.download_progress * 10) / 10),
-      tokens_per_second: Math.round(frame.tokens_per_second * 10) / 10,
-      error_message: frame.error_message,
-    }
-    const changed = Object.entries(next).filter(([k, v]) => String(row[k]) !== String(v))
-    if (!changed.length) return
-    await this.core.records.update(
-      superuser,
-      nodeModelsCollection(),
-      frame.node_model_id,
-      Object.fromEntries(changed),
-    )
-    if (frame.is_serving && !Number(row.is_serving)) {
+    const saved = await saveModelStatus(this.core, nodeId, frame)
+    if (saved?.beganServing) {
       this.listener?.onCapacity()
       this.relay?.capacity()
     }
@@ -432,17 +405,9 @@ export class NodeRegistry {
     const stale = formatDate(
       new Date(Date.now() - 2 * this.lastSeenRefreshMs - this.heartbeatTimeoutMs),
     )
-    const rows = await withSingleWrite(this.core, (uow) =>
-      uow.update('nodes', (q) =>
-        q
-          .set({ status: 'offline' })
-          .where('status', 'in', ['online', 'busy'])
-          .where('last_seen', '<', stale),
-      ),
-    )
     // One connected here whose writes fell behind: its next heartbeat writes its status again.
-    for (const row of rows) {
-      const session = this.sessions.get(String(row.id))
+    for (const id of await storeOfflineSince(this.core, stale)) {
+      const session = this.sessions.get(id)
       if (session) session.written = null
     }
   }
@@ -492,18 +457,7 @@ export class NodeRegistry {
     }
   }
 
-  private async updateNode(nodeId: string, values: Record<string, unknown>) {
-    const exists = await this.core.database.db
-      .selectFrom('nodes')
-      .select('id')
-      .where('id', '=', nodeId)
-      .executeTakeFirst()
-    if (!exists) return
-    try {
-      await this.core.records.update(superuser, nodesCollection(), nodeId, values)
-    } catch (err) {
-      // Deleted by its owner between the check and the write: nothing left to update.
-      if (!(err instanceof ApiError && err.status === 404)) throw err
-    }
+  private updateNode(nodeId: string, values: Record<string, unknown>) {
+    return updateNode(this.core, nodeId, values)
   }
 }
