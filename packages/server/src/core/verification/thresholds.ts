@@ -1,8 +1,8 @@
 /**
- * @module Verification thresholds per model file (sha256) and backend class, with the
- * measurements behind them in docs/verification.md (bench/verification). Where a model or a
- * backend class has not been measured, the defaults are looser: more disagreement is allowed
- * before a node fails, and the log-probability test is off.
+ * @module Verification thresholds per model file (sha256), with the measurements behind them in
+ * docs/verification.md (bench/verification). Where a model has not been measured, the defaults
+ * are looser: more disagreement is allowed before a node fails, and the log-probability test is
+ * off. A node's claimed backend never makes them looser (thresholdsFor).
  */
 import type { SampledThresholds } from './sampled-evidence.ts'
 
@@ -58,7 +58,19 @@ const measured: Measured[] = [
   },
 ]
 
+/**
+ * The thresholds a node serving the model file is judged by. The backend class is the node's own
+ * claim (its hello): believed, a CPU node cheating with a close quantization could say `cuda` and
+ * be judged by the looser defaults, the log-probability test off (red team). So a model that has
+ * been measured is judged by its measured values whatever the node claims: the tests they set
+ * are far from what honest numerics drift (honest CPU nodes disagreed at 0 of 25,348 clear
+ * positions against the 2 % allowed, and their mean log-probability sat 7 standard deviations
+ * above the floor), which a GPU's last-bit differences do not come near; only an unmeasured
+ * model gets the defaults. `backend` picks among measured rows (the first one measured on it),
+ * never looser than the model's measured one.
+ */
 export function thresholdsFor(sha256: string, backend: string): Thresholds {
-  const m = measured.find((x) => x.sha256 === sha256.toLowerCase() && x.backends.test(backend))
+  const rows = measured.filter((x) => x.sha256 === sha256.toLowerCase())
+  const m = rows.find((x) => x.backends.test(backend)) ?? rows[0]
   return { ...DEFAULT_THRESHOLDS, ...m?.values }
 }
