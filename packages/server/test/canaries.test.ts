@@ -9,15 +9,13 @@
  * gets every credit back (a reversal row on the request). The ledger audit passes after each.
  */
 import { execFile } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import type PocketBase from 'pocketbase'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { LlamaAgents } from './support/llama-agents.ts'
 import { getLlama, LlamaLogLevel } from 'node-llama-cpp'
-import { startAgent, type InferenceEngine, type RunningAgent } from '@meshwork/node'
 import { dialects, signUp, startTestServer, type TestServer } from './harness.ts'
 import { modelId } from './fixtures.ts'
 import { balanceOf, expectAuditPasses, txsOf } from './support/ledger.ts'
@@ -41,8 +39,10 @@ describe.each(dialects)('[%s] canary verification with llama.cpp', (dialect) => 
   let stories: string
   let operator: PocketBase
   let referenceId: string
-  const agents: RunningAgent[] = []
-  const homes: string[] = []
+  const agents = new LlamaAgents(
+    () => server,
+    () => stories,
+  )
   let tokenize: (text: string) => number[]
   let vocabulary: Vocabulary
 
@@ -79,7 +79,7 @@ describe.each(dialects)('[%s] canary verification with llama.cpp', (dialect) => 
 
     // The reference: the operator's own node, scoring with 2 threads, trusted on the command line.
     operator = await signUp(server, 'operator')
-    referenceId = (await agentNode(operator, { threads: 2 })).nodeId
+    referenceId = (await agents.start(operator, { threads: 2 })).nodeId
     // It scores but takes no user jobs.
     await operator.collection('nodes').update(referenceId, { is_active: false })
     if (dialect === 'sqlite') {
@@ -97,52 +97,9 @@ describe.each(dialects)('[%s] canary verification with llama.cpp', (dialect) => 
     }
   }, 120_000)
   afterAll(async () => {
-    for (const a of agents) await a.stop()
+    await agents.stop()
     await server?.stop()
-    for (const h of homes) rmSync(h, { recursive: true, force: true })
   })
-
-  /** A real agent linked by `owner` through the device flow, serving stories260K. */
-  async function agentNode(
-    owner: PocketBase,
-    options: { threads?: number; engine?: InferenceEngine } = {},
-  ) {
-    const { nodeId, credential } = await linkNode(server, owner)
-    const home = mkdtempSync(join(tmpdir(), 'meshwork-canary-'))
-    homes.push(home)
-    const agent = await startAgent({
-      server: server.url,
-      nodeId,
-      credential,
-      home,
-      gpu: false,
-      threads: options.threads ?? 1,
-      engine: options.engine,
-      heartbeatIntervalMs: 1000,
-    })
-    agents.push(agent)
-    await serve(owner, nodeId)
-    return { nodeId, agent }
-  }
-
-  /** The owner asks for stories260K; loading and the first measurement may take a while. */
-  async function serve(owner: PocketBase, nodeId: string) {
-    const nm = await owner
-      .collection('node_models')
-      .create({ node: nodeId, model: stories, requested_download: true, requested_serving: true })
-    await waitUntil(
-      async () => {
-        const row = await server.core.database.db
-          .selectFrom('node_models')
-          .select('is_serving')
-          .where('id', '=', nm.id)
-          .executeTakeFirst()
-        return Number(row?.is_serving) === 1
-      },
-      60_000,
-      'serving',
-    )
-  }
 
   const uid = (pb: PocketBase) => pb.authStore.record!.id
 
@@ -208,7 +165,7 @@ describe.each(dialects)('[%s] canary verification with llama.cpp', (dialect) => 
 
   it('an honest node on another thread count passes its canaries and is verified', async () => {
     const owner = await signUp(server, 'honest')
-    const { nodeId } = await agentNode(owner, { threads: 1 })
+    const { nodeId } = await agents.start(owner, { threads: 1 })
     expect((await node(nodeId)).verification).toBe('probation')
     // On probation its owner's earning from a paying user is held.
     const paid = await paidChat(nodeId)
@@ -289,7 +246,7 @@ describe.each(dialects)('[%s] canary verification with llama.cpp', (dialect) => 
 
   it('a node serving llama-2-tiny-random while claiming stories260K fails', async () => {
     const owner = await signUp(server, 'swapper')
-    const { nodeId } = await agentNode(owner, {
+    const { nodeId } = await agents.start(owner, {
       engine: swappedModelEngine(join(mirror, 'llama-2-tiny-random.gguf')),
     })
     await expectFailedAndPunished(owner, nodeId)
@@ -297,7 +254,7 @@ describe.each(dialects)('[%s] canary verification with llama.cpp', (dialect) => 
 
   it("a node generating with one model and reporting the other's token ids fails", async () => {
     const owner = await signUp(server, 'disguiser')
-    const { nodeId } = await agentNode(owner, {
+    const { nodeId } = await agents.start(owner, {
       engine: disguisedModelEngine(join(mirror, 'llama-2-tiny-random.gguf'), vocabulary),
     })
     await expectFailedAndPunished(owner, nodeId)
@@ -316,7 +273,7 @@ describe.each(dialects)('[%s] canary verification with llama.cpp', (dialect) => 
     nextStory()
     fake.tokensOutputReported = 100
     await fake.connect()
-    await serve(owner, nodeId)
+    await agents.serve(owner, nodeId)
     const run = server.network.canaries.run.bind(server.network.canaries)
     server.network.canaries.run = async (...args) => {
       const outcome = await run(...args)

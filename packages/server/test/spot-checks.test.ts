@@ -10,24 +10,17 @@
  * With SPOT_CHECKS_OFF=1 the rates are 0 and the dishonest nodes' tests fail (they are never
  * caught): each test here can fail.
  */
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type PocketBase from 'pocketbase'
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
+import { LlamaAgents } from './support/llama-agents.ts'
 import { getLlama, LlamaLogLevel } from 'node-llama-cpp'
-import {
-  createLlamaEngine,
-  startAgent,
-  type InferenceEngine,
-  type LoadedModel,
-  type RunningAgent,
-} from '@meshwork/node'
+import { createLlamaEngine, type InferenceEngine, type LoadedModel } from '@meshwork/node'
 import { modelMirror as mirror } from '@meshwork/test-kit'
 import { dialects, signUp, startTestServer, type TestServer } from './harness.ts'
 import { modelId } from './fixtures.ts'
 import { balanceOf, expectAuditPasses, txsOf } from './support/ledger.ts'
-import { linkNode, postJson, waitUntil } from './support/network.ts'
+import { postJson, waitUntil } from './support/network.ts'
 import { disguisedModelEngine } from './support/dishonest-engines.ts'
 import { twoFacedEngine, type Cheat } from './support/two-faced-engines.ts'
 import { listNodes, setTrusted } from '../src/cli/node-trust.ts'
@@ -43,8 +36,10 @@ describe.each(dialects)('[%s] spot checks of real answers with llama.cpp', (dial
   let stories: string
   let tokenize: (text: string) => number[]
   let detokenize: (ids: number[]) => string
-  const agents: RunningAgent[] = []
-  const homes: string[] = []
+  const agents = new LlamaAgents(
+    () => server,
+    () => stories,
+  )
   /** The reference's scoring waits for this (test (c) holds it back). */
   let gate: Promise<void> = Promise.resolve()
   const outcomes: Array<{ answered: AnsweredRequest; outcome: SpotCheckOutcome }> = []
@@ -92,51 +87,14 @@ describe.each(dialects)('[%s] spot checks of real answers with llama.cpp', (dial
         }
       },
     }
-    const referenceId = (await agentNode(operator, { threads: 2, engine: gated })).nodeId
+    const referenceId = (await agents.start(operator, { threads: 2, engine: gated })).nodeId
     await operator.collection('nodes').update(referenceId, { is_active: false })
     await setTrusted(server.core.database.db, referenceId, true)
   }, 120_000)
   afterAll(async () => {
-    for (const a of agents) await a.stop()
+    await agents.stop()
     await server?.stop()
-    for (const h of homes) rmSync(h, { recursive: true, force: true })
   })
-
-  async function agentNode(
-    owner: PocketBase,
-    options: { threads?: number; engine?: InferenceEngine } = {},
-  ) {
-    const { nodeId, credential } = await linkNode(server, owner)
-    const home = mkdtempSync(join(tmpdir(), 'meshwork-spot-'))
-    homes.push(home)
-    const agent = await startAgent({
-      server: server.url,
-      nodeId,
-      credential,
-      home,
-      gpu: false,
-      threads: options.threads ?? 1,
-      engine: options.engine,
-      heartbeatIntervalMs: 1000,
-    })
-    agents.push(agent)
-    const nm = await owner
-      .collection('node_models')
-      .create({ node: nodeId, model: stories, requested_download: true, requested_serving: true })
-    await waitUntil(
-      async () => {
-        const row = await server.core.database.db
-          .selectFrom('node_models')
-          .select('is_serving')
-          .where('id', '=', nm.id)
-          .executeTakeFirst()
-        return Number(row?.is_serving) === 1
-      },
-      60_000,
-      'serving',
-    )
-    return { nodeId, agent }
-  }
 
   const uid = (pb: PocketBase) => pb.authStore.record!.id
   const node = (id: string) =>
@@ -191,7 +149,7 @@ describe.each(dialects)('[%s] spot checks of real answers with llama.cpp', (dial
 
   it('(a) an honest node answering chats at temperature 0.7 to 1.0 is spot-checked and never failed', async () => {
     const owner = await signUp(server, 'honest')
-    const { nodeId } = await agentNode(owner)
+    const { nodeId } = await agents.start(owner)
     onTestFinished(() => retire(nodeId))
     const before = Number((await node(nodeId)).reputation_score)
     const payers: PocketBase[] = []
@@ -221,7 +179,7 @@ describe.each(dialects)('[%s] spot checks of real answers with llama.cpp', (dial
   /** Passes a canary (greedy), then is failed by a spot check of a sampled answer. */
   async function expectCaughtBySpotCheck(cheat: Cheat) {
     const owner = await signUp(server, 'two-faced')
-    const { nodeId } = await agentNode(owner, { engine: twoFacedEngine(cheat) })
+    const { nodeId } = await agents.start(owner, { engine: twoFacedEngine(cheat) })
     onTestFinished(() => retire(nodeId))
     expect(await server.network.canaries.run(nodeId, stories)).toMatchObject({ status: 'passed' })
     // A greedy user's answer is spot-checked like a canary, and passes too.
@@ -288,7 +246,7 @@ describe.each(dialects)('[%s] spot checks of real answers with llama.cpp', (dial
 
   it("(c) a spot check never holds up or changes the user's answer or its charge", async () => {
     const owner = await signUp(server, 'patient')
-    const { nodeId } = await agentNode(owner)
+    const { nodeId } = await agents.start(owner)
     onTestFinished(() => retire(nodeId))
     let release!: () => void
     gate = new Promise((r) => (release = r))

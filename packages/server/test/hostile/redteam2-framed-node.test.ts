@@ -7,30 +7,23 @@
  */
 import OpenAI from 'openai'
 import { setTrusted } from '../../src/cli/node-trust.ts'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import type PocketBase from 'pocketbase'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import {
-  createLlamaEngine,
-  startAgent,
-  type InferenceEngine,
-  type RunningAgent,
-} from '@meshwork/node'
+import { LlamaAgents } from '../support/llama-agents.ts'
+import { createLlamaEngine } from '@meshwork/node'
 import { modelMirror as mirror } from '@meshwork/test-kit'
 import { signUp, startTestServer, type TestServer } from '../harness.ts'
 import { modelId } from '../fixtures.ts'
 import { adjustBalance, expectAuditPasses, txsOf } from '../support/ledger.ts'
-import { linkNode, waitUntil } from '../support/network.ts'
 import type { AnsweredRequest, SpotCheckOutcome } from '../../src/core/verification/spot-checks.ts'
 
 describe('red team: a user choosing sampling to frame an honest node', () => {
   const dialect = 'sqlite' as const
   let server: TestServer
   let stories: string
-  const agents: RunningAgent[] = []
-  const homes: string[] = []
+  const agents = new LlamaAgents(
+    () => server,
+    () => stories,
+  )
   const outcomes: Array<{ answered: AnsweredRequest; outcome: SpotCheckOutcome }> = []
 
   beforeAll(async () => {
@@ -51,55 +44,18 @@ describe('red team: a user choosing sampling to frame an honest node', () => {
     // The reference: the operator's node, scoring with 2 threads, trusted, taking no user jobs.
     const operator = await signUp(server, 'operator')
     const reference = createLlamaEngine({ gpu: false, threads: 2 })
-    const referenceId = (await agentNode(operator, { threads: 2, engine: reference })).nodeId
+    const referenceId = (await agents.start(operator, { threads: 2, engine: reference })).nodeId
     await operator.collection('nodes').update(referenceId, { is_active: false })
     await setTrusted(server.core.database.db, referenceId, true)
   }, 120_000)
   afterAll(async () => {
-    for (const a of agents) await a.stop()
+    await agents.stop()
     await server?.stop()
-    for (const h of homes) rmSync(h, { recursive: true, force: true })
   })
-
-  async function agentNode(
-    owner: PocketBase,
-    options: { threads?: number; engine?: InferenceEngine } = {},
-  ) {
-    const { nodeId, credential } = await linkNode(server, owner)
-    const home = mkdtempSync(join(tmpdir(), 'meshwork-spot-'))
-    homes.push(home)
-    const agent = await startAgent({
-      server: server.url,
-      nodeId,
-      credential,
-      home,
-      gpu: false,
-      threads: options.threads ?? 1,
-      engine: options.engine,
-      heartbeatIntervalMs: 1000,
-    })
-    agents.push(agent)
-    const nm = await owner
-      .collection('node_models')
-      .create({ node: nodeId, model: stories, requested_download: true, requested_serving: true })
-    await waitUntil(
-      async () => {
-        const row = await server.core.database.db
-          .selectFrom('node_models')
-          .select('is_serving')
-          .where('id', '=', nm.id)
-          .executeTakeFirst()
-        return Number(row?.is_serving) === 1
-      },
-      60_000,
-      'serving',
-    )
-    return { nodeId, agent }
-  }
 
   it('an honest node answering extreme /v1 sampling is never failed by a spot check', async () => {
     const owner = await signUp(server, 'honest')
-    const { nodeId } = await agentNode(owner)
+    const { nodeId } = await agents.start(owner)
     const payer = await signUp(server, 'framer')
     await adjustBalance(server, payer.authStore.record!.id, 100_000)
     const res = await fetch(new URL('/api/keys', server.url), {

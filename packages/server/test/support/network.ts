@@ -248,6 +248,7 @@ export async function serveModel(
   owner: PocketBase,
   nodeId: string,
   modelId: string,
+  waitMs = 5000,
 ) {
   const nm = await owner
     .collection('node_models')
@@ -261,7 +262,7 @@ export async function serveModel(
         .executeTakeFirst()
       return Number(row?.is_serving) === 1
     },
-    5000,
+    waitMs,
     'node model serving',
   )
   return nm.id
