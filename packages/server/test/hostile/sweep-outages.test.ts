@@ -205,7 +205,20 @@ describe.runIf(redisUrl && databaseUrl)('PostgreSQL connections dropped [postgre
     const pids = await backendsOf(a)
     await admin.query('SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) pid', [pids])
     // Past the moment itself (a call that picked a connection as it died may fail), every call
-    // is answered: the pool has dropped the dead connections and opens new ones.
+    // is answered: the pool has dropped the dead connections and opens new ones. The moment ends
+    // when the backends are gone (on a loaded machine that took more than the 200 ms waited
+    // before, and a list call met a backend still dying), and the pool has read their close.
+    await waitUntil(
+      async () =>
+        (
+          await admin.query<{ n: number }>(
+            'SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid = ANY($1::int[])',
+            [pids],
+          )
+        ).rows[0].n === 0,
+      10_000,
+      'the terminated backends gone',
+    )
     await sleep(200)
     const statuses = []
     for (let i = 0; i < 20; i++) statuses.push(await listOk(pb))
