@@ -14,9 +14,11 @@ describe('renderMarkdown', () => {
     expect(code?.textContent).toBe('const x = 1')
     expect(container.querySelector('.code-block-bar')?.textContent).toContain('js')
     expect(container.querySelector('button[aria-label="Copy code"]')).not.toBeNull()
-    // Highlighting arrives later, off the first render.
-    await waitFor(() =>
-      expect(container.querySelector('.code-block code span.hljs-keyword')).not.toBeNull(),
+    // Highlighting arrives later, off the first render (its module loads first: more than
+    // waitFor's default second on a loaded machine).
+    await waitFor(
+      () => expect(container.querySelector('.code-block code span.hljs-keyword')).not.toBeNull(),
+      { timeout: 10_000 },
     )
     expect(code?.textContent).toBe('const x = 1')
   })
